@@ -1,0 +1,37 @@
+# proxmox-mcp: build, test and measure.
+GO      ?= go
+BIN     ?= bin/proxmox-mcp
+PKGS    := ./...
+FUZZTIME ?= 30s
+
+.PHONY: all build test vet staticcheck fmt-check bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/proxmox-mcp
+
+# The test command README.md names and .ci/run runs.
+test: fmt-check vet staticcheck
+	$(GO) test -race -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Benchmarks recorded in docs/benchmarks.md.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./schema | tee bench.out
+
+# A short fuzz run of every parser.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./schema
+
+clean:
+	rm -rf bin bench.out

@@ -1,0 +1,230 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Marker is the JavaScript assignment that introduces the schema array in
+// apidoc.js. Only the JSON array that follows it is read; the viewer code
+// after the array is never looked at, let alone evaluated.
+const Marker = "const apiSchema = ["
+
+// MaxFileSize bounds the apidoc.js files this package reads. PVE 9.2 ships
+// about 4.3 MB; anything beyond 64 MiB is not an API schema.
+const MaxFileSize = 64 << 20
+
+// rawNode is one tree node of apidoc.js as it is on disk.
+type rawNode struct {
+	Path     string                `json:"path"`
+	Text     string                `json:"text"`
+	Leaf     flag                  `json:"leaf"`
+	Info     map[string]*rawMethod `json:"info"`
+	Children []*rawNode            `json:"children"`
+}
+
+// rawMethod is one entry of a node's info map.
+type rawMethod struct {
+	Method            string          `json:"method"`
+	Name              string          `json:"name"`
+	Description       string          `json:"description"`
+	AllowToken        *flag           `json:"allowtoken"`
+	Parameters        *rawObject      `json:"parameters"`
+	Returns           jsontext.Value  `json:"returns"`
+	Permissions       *Permissions    `json:"permissions"`
+	Protected         flag            `json:"protected"`
+	ProxyTo           *string         `json:"proxyto"`
+	DownloadAllowed   flag            `json:"download_allowed"`
+	ExposeCredentials flag            `json:"expose_credentials"`
+	Unstable          flag            `json:"unstable"`
+}
+
+// rawObject is an object schema: the parameters of a method.
+type rawObject struct {
+	Type                 string              `json:"type"`
+	AdditionalProperties *flag               `json:"additionalProperties"`
+	Properties           map[string]*rawProp `json:"properties"`
+}
+
+// rawProp is a parameter or property-string sub-key schema.
+type rawProp struct {
+	Type               string         `json:"type"`
+	Format             rawFormat      `json:"format"`
+	Optional           flag           `json:"optional"`
+	Enum               []scalar       `json:"enum"`
+	Minimum            *number        `json:"minimum"`
+	Maximum            *number        `json:"maximum"`
+	MinLength          *number        `json:"minLength"`
+	MaxLength          *number        `json:"maxLength"`
+	Pattern            string         `json:"pattern"`
+	TypeText           string         `json:"typetext"`
+	Default            jsontext.Value `json:"default"`
+	Description        string         `json:"description"`
+	VerboseDescription string         `json:"verbose_description"`
+	FormatDescription  string         `json:"format_description"`
+	Title              string         `json:"title"`
+	Requires           string         `json:"requires"`
+	Items              *rawProp       `json:"items"`
+	OneOf              []*rawProp     `json:"oneOf"`
+	InstanceTypes      []string       `json:"instance-types"`
+	TypeProperty       string         `json:"type-property"`
+	Alias              string         `json:"alias"`
+	KeyAlias           string         `json:"keyAlias"`
+	DefaultKey         flag           `json:"default_key"`
+}
+
+// rawFormat is either a named format or a property-string sub-key schema.
+type rawFormat struct {
+	Name string
+	Keys map[string]*rawProp
+}
+
+// UnmarshalJSONFrom accepts a string or an object.
+func (f *rawFormat) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case '"':
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		f.Name = tok.String()
+		return nil
+	case '{':
+		return json.UnmarshalDecode(dec, &f.Keys)
+	case 'n':
+		_, err := dec.ReadToken()
+		return err
+	default:
+		return fmt.Errorf("format must be a string or an object, not %v", dec.PeekKind())
+	}
+}
+
+// flag is PVE's boolean: 0/1, "0"/"1", true/false or null (false).
+type flag bool
+
+// UnmarshalJSONFrom accepts the spellings PVE's schema uses for booleans.
+func (b *flag) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case 't', 'f':
+		*b = flag(tok.Bool())
+	case 'n':
+		*b = false
+	case '0':
+		v, err := tok.Float()
+		if err != nil {
+			return err
+		}
+		*b = v != 0
+	case '"':
+		switch s := tok.String(); s {
+		case "1", "true":
+			*b = true
+		case "0", "false", "":
+			*b = false
+		default:
+			return fmt.Errorf("boolean flag %q is not 0 or 1", s)
+		}
+	default:
+		return fmt.Errorf("boolean flag must be 0 or 1, not %v", tok.Kind())
+	}
+	return nil
+}
+
+// number is a JSON number or a numeric string (PVE writes `minimum => '0'`).
+type number float64
+
+// UnmarshalJSONFrom accepts a number or a string holding one.
+func (n *number) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case '0':
+		v, err := tok.Float()
+		*n = number(v)
+		return err
+	case '"':
+		v, err := strconv.ParseFloat(tok.String(), 64)
+		if err != nil {
+			return fmt.Errorf("bound %q is not a number", tok.String())
+		}
+		*n = number(v)
+		return nil
+	default:
+		return fmt.Errorf("bound must be a number, not %v", tok.Kind())
+	}
+}
+
+// scalar is an enum value: a string, or a number kept in its JSON spelling.
+type scalar string
+
+// UnmarshalJSONFrom accepts strings and numbers.
+func (s *scalar) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case '"', '0':
+		*s = scalar(tok.String())
+		return nil
+	default:
+		return fmt.Errorf("enum value must be a string or a number, not %v", tok.Kind())
+	}
+}
+
+// extract finds the schema array in an apidoc.js file and decodes exactly
+// that array into the raw tree.
+func extract(data []byte) ([]*rawNode, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit for an API schema", len(data), MaxFileSize)
+	}
+	at := bytes.Index(data, []byte(Marker))
+	if at < 0 {
+		return nil, fmt.Errorf("marker %q not found: not a PVE apidoc.js", Marker)
+	}
+	start := at + len(Marker) - 1 // the '['
+	dec := jsontext.NewDecoder(bytes.NewBuffer(data[start:]))
+	var nodes []*rawNode
+	if err := json.UnmarshalDecode(dec, &nodes); err != nil {
+		return nil, describeDecodeError(data, start, err)
+	}
+	if len(nodes) == 0 {
+		return nil, errors.New("schema array is empty")
+	}
+	return nodes, nil
+}
+
+// describeDecodeError turns a decoder error into a message with the place
+// in the file, and says plainly when the array was cut short.
+func describeDecodeError(data []byte, start int, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("schema array is truncated: the file ends before the array closes")
+	}
+	offset := int64(-1)
+	var semErr *json.SemanticError
+	var synErr *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &semErr):
+		offset = semErr.ByteOffset
+	case errors.As(err, &synErr):
+		offset = synErr.ByteOffset
+	}
+	if offset < 0 {
+		return fmt.Errorf("schema array: %w", err)
+	}
+	abs := int64(start) + offset
+	line := 1 + bytes.Count(data[:min(abs, int64(len(data)))], []byte{'\n'})
+	return fmt.Errorf("schema array is not valid (byte %d, line %d): %w", abs, line, err)
+}
