@@ -31,18 +31,18 @@ type rawNode struct {
 
 // rawMethod is one entry of a node's info map.
 type rawMethod struct {
-	Method            string          `json:"method"`
-	Name              string          `json:"name"`
-	Description       string          `json:"description"`
-	AllowToken        *flag           `json:"allowtoken"`
-	Parameters        *rawObject      `json:"parameters"`
-	Returns           jsontext.Value  `json:"returns"`
-	Permissions       *Permissions    `json:"permissions"`
-	Protected         flag            `json:"protected"`
-	ProxyTo           *string         `json:"proxyto"`
-	DownloadAllowed   flag            `json:"download_allowed"`
-	ExposeCredentials flag            `json:"expose_credentials"`
-	Unstable          flag            `json:"unstable"`
+	Method            string         `json:"method"`
+	Name              string         `json:"name"`
+	Description       string         `json:"description"`
+	AllowToken        *flag          `json:"allowtoken"`
+	Parameters        *rawObject     `json:"parameters"`
+	Returns           jsontext.Value `json:"returns"`
+	Permissions       *Permissions   `json:"permissions"`
+	Protected         flag           `json:"protected"`
+	ProxyTo           *string        `json:"proxyto"`
+	DownloadAllowed   flag           `json:"download_allowed"`
+	ExposeCredentials flag           `json:"expose_credentials"`
+	Unstable          flag           `json:"unstable"`
 }
 
 // rawObject is an object schema: the parameters of a method.
