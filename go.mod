@@ -3,3 +3,8 @@ module github.com/proxmox-mcp/proxmox-mcp
 go 1.26.8
 
 require github.com/go-json-experiment/json v1.27.2
+
+require (
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

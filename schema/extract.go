@@ -24,7 +24,7 @@ const MaxFileSize = 64 << 20
 type rawNode struct {
 	Path     string                `json:"path"`
 	Text     string                `json:"text"`
-	Leaf     flag                  `json:"leaf"`
+	Leaf     pveFlag               `json:"leaf"`
 	Info     map[string]*rawMethod `json:"info"`
 	Children []*rawNode            `json:"children"`
 }
@@ -34,21 +34,21 @@ type rawMethod struct {
 	Method            string         `json:"method"`
 	Name              string         `json:"name"`
 	Description       string         `json:"description"`
-	AllowToken        *flag          `json:"allowtoken"`
+	AllowToken        *pveFlag       `json:"allowtoken"`
 	Parameters        *rawObject     `json:"parameters"`
 	Returns           jsontext.Value `json:"returns"`
 	Permissions       *Permissions   `json:"permissions"`
-	Protected         flag           `json:"protected"`
+	Protected         pveFlag        `json:"protected"`
 	ProxyTo           *string        `json:"proxyto"`
-	DownloadAllowed   flag           `json:"download_allowed"`
-	ExposeCredentials flag           `json:"expose_credentials"`
-	Unstable          flag           `json:"unstable"`
+	DownloadAllowed   pveFlag        `json:"download_allowed"`
+	ExposeCredentials pveFlag        `json:"expose_credentials"`
+	Unstable          pveFlag        `json:"unstable"`
 }
 
 // rawObject is an object schema: the parameters of a method.
 type rawObject struct {
 	Type                 string              `json:"type"`
-	AdditionalProperties *flag               `json:"additionalProperties"`
+	AdditionalProperties *pveFlag            `json:"additionalProperties"`
 	Properties           map[string]*rawProp `json:"properties"`
 }
 
@@ -56,7 +56,7 @@ type rawObject struct {
 type rawProp struct {
 	Type               string         `json:"type"`
 	Format             rawFormat      `json:"format"`
-	Optional           flag           `json:"optional"`
+	Optional           pveFlag        `json:"optional"`
 	Enum               []scalar       `json:"enum"`
 	Minimum            *number        `json:"minimum"`
 	Maximum            *number        `json:"maximum"`
@@ -76,7 +76,7 @@ type rawProp struct {
 	TypeProperty       string         `json:"type-property"`
 	Alias              string         `json:"alias"`
 	KeyAlias           string         `json:"keyAlias"`
-	DefaultKey         flag           `json:"default_key"`
+	DefaultKey         pveFlag        `json:"default_key"`
 }
 
 // rawFormat is either a named format or a property-string sub-key schema.
@@ -105,18 +105,18 @@ func (f *rawFormat) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 }
 
-// flag is PVE's boolean: 0/1, "0"/"1", true/false or null (false).
-type flag bool
+// pveFlag is PVE's boolean: 0/1, "0"/"1", true/false or null (false).
+type pveFlag bool
 
 // UnmarshalJSONFrom accepts the spellings PVE's schema uses for booleans.
-func (b *flag) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+func (b *pveFlag) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return err
 	}
 	switch tok.Kind() {
 	case 't', 'f':
-		*b = flag(tok.Bool())
+		*b = pveFlag(tok.Bool())
 	case 'n':
 		*b = false
 	case '0':

@@ -1,0 +1,251 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// InputSchema returns the endpoint's parameters as a JSON Schema (draft
+// 2020-12) object suitable as an MCP tool inputSchema: an object root,
+// one property per parameter, the required ones listed, numbered keys as
+// patternProperties (net0, net1, ...), and no other properties unless PVE
+// accepts them. Keys are sorted, so the output is deterministic.
+//
+// It keeps only constructs every major MCP client accepts: no $schema,
+// no $ref, no type arrays, and a pattern only when it means the same in
+// ECMAScript as in PVE's Perl. The server-side Validate remains the judge;
+// the schema guides the caller.
+func (e *Endpoint) InputSchema() json.RawMessage {
+	props := map[string]any{}
+	patternProps := map[string]any{}
+	required := []string{}
+	for _, p := range e.Params {
+		if p.Indexed {
+			patternProps["^"+regexp.QuoteMeta(p.Prefix)+`\d+$`] = paramSchema(p)
+			continue
+		}
+		props[p.Name] = paramSchema(p)
+		if !p.Optional && len(p.OneOf) == 0 && len(p.InstanceTypes) == 0 {
+			required = append(required, p.Name)
+		}
+	}
+	root := map[string]any{
+		"type":       "object",
+		"properties": props,
+	}
+	if len(required) > 0 {
+		root["required"] = required
+	}
+	if len(patternProps) > 0 {
+		root["patternProperties"] = patternProps
+	}
+	if !e.AdditionalParams {
+		root["additionalProperties"] = false
+	}
+	b, err := json.Marshal(root)
+	if err != nil { // only maps, slices, strings and numbers: cannot fail
+		panic(fmt.Sprintf("schema: marshal input schema of %s: %v", e.Key(), err))
+	}
+	return b
+}
+
+// paramSchema converts one PVE parameter schema.
+func paramSchema(p *Param) map[string]any {
+	s := map[string]any{}
+	desc := paramDescription(p)
+	if len(p.OneOf) > 0 {
+		// SDN fabrics: the variant depends on another parameter. Describe
+		// the variants; the server checks the chosen one.
+		var variants []string
+		for _, alt := range p.OneOf {
+			variants = append(variants, fmt.Sprintf("%s=%s: %s", p.TypeProperty, strings.Join(alt.InstanceTypes, "|"), alt.typeSummary()))
+		}
+		desc = strings.TrimSpace(desc + " Depends on " + p.TypeProperty + ": " + strings.Join(variants, "; ") + ".")
+		if t := p.OneOf[0].Type; t != "" && sameType(p.OneOf) {
+			s["type"] = jsonType(t)
+			if t == "array" {
+				s["items"] = map[string]any{}
+			}
+		}
+		if desc != "" {
+			s["description"] = desc
+		}
+		return s
+	}
+	switch p.Type {
+	case "", "any":
+	default:
+		s["type"] = jsonType(p.Type)
+	}
+	if p.Type == "array" {
+		items := map[string]any{"type": "string"}
+		if p.Items != nil {
+			items = paramSchema(p.Items)
+		}
+		s["items"] = items
+	}
+	if len(p.Enum) > 0 {
+		s["enum"] = enumValues(p)
+	}
+	if p.Minimum != nil && numeric(p.Type) {
+		s["minimum"] = jsonNumber(*p.Minimum)
+	}
+	if p.Maximum != nil && numeric(p.Type) {
+		s["maximum"] = jsonNumber(*p.Maximum)
+	}
+	if p.Type == "string" || p.Type == "" {
+		if p.MaxLength != nil {
+			s["maxLength"] = *p.MaxLength
+		}
+		if p.MinLength != nil {
+			s["minLength"] = *p.MinLength
+		}
+		if p.re != nil && portablePattern(p.Pattern) {
+			s["pattern"] = "^(?:" + perlToRE2(p.Pattern) + ")$"
+		}
+	}
+	if d, ok := typedDefault(p); ok {
+		s["default"] = d
+	}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return s
+}
+
+func sameType(ps []*Param) bool {
+	for _, p := range ps {
+		if p.Type != ps[0].Type {
+			return false
+		}
+	}
+	return true
+}
+
+// typeSummary is a short text of a variant's type for descriptions.
+func (p *Param) typeSummary() string {
+	if p.Type == "array" && p.Items != nil && p.Items.Properties != nil {
+		return "array of property strings"
+	}
+	if p.TypeText != "" {
+		return p.TypeText
+	}
+	return p.Type
+}
+
+// paramDescription joins PVE's description with what the JSON Schema
+// cannot say: the syntax of a property string or named format, a default
+// that does not fit the type, and the variant condition.
+func paramDescription(p *Param) string {
+	var parts []string
+	if d := strings.TrimSpace(p.Description); d != "" {
+		parts = append(parts, d)
+	}
+	if p.Indexed {
+		if p.IndexMax >= 0 {
+			parts = append(parts, fmt.Sprintf("Keys %s0 to %s%d.", p.Prefix, p.Prefix, p.IndexMax))
+		} else {
+			parts = append(parts, fmt.Sprintf("Keys %s0, %s1, ...", p.Prefix, p.Prefix))
+		}
+	}
+	switch {
+	case p.Properties != nil && p.TypeText != "":
+		parts = append(parts, "Property string: "+p.TypeText)
+	case p.Format != "":
+		parts = append(parts, "Format: "+p.Format+".")
+	}
+	if len(p.Default) > 0 {
+		if _, ok := typedDefault(p); !ok {
+			parts = append(parts, "Default: "+strings.Trim(string(p.Default), `"`)+".")
+		}
+	}
+	if len(p.InstanceTypes) > 0 && p.TypeProperty != "" {
+		parts = append(parts, fmt.Sprintf("Only when %s is %s.", p.TypeProperty, strings.Join(p.InstanceTypes, " or ")))
+	}
+	return strings.Join(parts, " ")
+}
+
+func jsonType(t string) string {
+	switch t {
+	case "integer", "number", "boolean", "array", "object", "null":
+		return t
+	}
+	return "string"
+}
+
+func numeric(t string) bool { return t == "integer" || t == "number" }
+
+// jsonNumber keeps integral bounds integral in the JSON output.
+func jsonNumber(f float64) any {
+	if f == float64(int64(f)) {
+		return int64(f)
+	}
+	return f
+}
+
+// enumValues converts enum strings to the parameter's JSON type.
+func enumValues(p *Param) []any {
+	out := make([]any, 0, len(p.Enum))
+	for _, v := range p.Enum {
+		if numeric(p.Type) {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				out = append(out, jsonNumber(f))
+				continue
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// typedDefault returns PVE's default as a JSON value of the parameter's
+// type, or false when it does not fit (descriptive defaults such as
+// "max(30, vm memory in GiB)" go into the description instead).
+func typedDefault(p *Param) (any, bool) {
+	if len(p.Default) == 0 {
+		return nil, false
+	}
+	var v any
+	if err := json.Unmarshal(p.Default, &v); err != nil {
+		return nil, false
+	}
+	text, isScalar := scalarText(v)
+	switch p.Type {
+	case "boolean":
+		if b, ok := v.(bool); ok {
+			return b, true
+		}
+		if isScalar && (text == "0" || text == "1") {
+			return text == "1", true
+		}
+	case "integer":
+		if isScalar && isInteger(text) {
+			n, err := strconv.ParseInt(text, 10, 64)
+			return n, err == nil
+		}
+	case "number":
+		if isScalar && isNumber(text) {
+			f, err := strconv.ParseFloat(text, 64)
+			return jsonNumber(f), err == nil
+		}
+	case "string":
+		if s, ok := v.(string); ok {
+			if len(p.Enum) > 0 && !slices.Contains(p.Enum, s) {
+				return nil, false
+			}
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// portablePattern reports whether a PVE pattern, once translated, reads
+// the same in ECMAScript: no inline flag groups, no NUL escapes.
+func portablePattern(perl string) bool {
+	re2 := perlToRE2(perl)
+	return !strings.Contains(strings.ReplaceAll(re2, "(?:", ""), "(?") && !strings.Contains(re2, `\x00`)
+}
