@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -46,11 +47,19 @@ func (e *Endpoint) InputSchema() json.RawMessage {
 	if !e.AdditionalParams {
 		root["additionalProperties"] = false
 	}
-	b, err := json.Marshal(root)
-	if err != nil { // only maps, slices, strings and numbers: cannot fail
-		panic(fmt.Sprintf("schema: marshal input schema of %s: %v", e.Key(), err))
+	return marshalCompact(root)
+}
+
+// marshalCompact encodes without HTML escaping ("<integer>" stays readable)
+// and without the trailing newline.
+func marshalCompact(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // only maps, slices, strings, numbers
+		panic(fmt.Sprintf("schema: marshal JSON Schema: %v", err))
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // paramSchema converts one PVE parameter schema.

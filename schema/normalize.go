@@ -294,17 +294,32 @@ func (n *normalizer) compilePattern(perl string) *regexp.Regexp {
 	return re
 }
 
-// perlQuantifier matches Perl's {,n}, which RE2 spells {0,n}.
-var perlQuantifier = regexp.MustCompile(`\{,(\d+)\}`)
+// perlQuantifier matches Perl's bounded repetitions {m,n} and {,n}.
+var perlQuantifier = regexp.MustCompile(`\{(\d*),(\d+)\}`)
+
+// maxRE2Repeat is the largest count RE2 accepts in a repetition.
+const maxRE2Repeat = 1000
 
 // perlToRE2 rewrites the Perl-only constructs found in PVE patterns: the
-// (?^flags:...) groups of stringified qr// objects and {,n} quantifiers.
+// (?^flags:...) groups of stringified qr// objects, {,n} (RE2 spells it
+// {0,n}), and counts over RE2's limit of 1000, whose upper bound is dropped
+// (the check becomes looser, never stricter, than PVE's).
 func perlToRE2(p string) string {
 	p = strings.ReplaceAll(p, "(?^:", "(?:")
 	p = strings.ReplaceAll(p, "(?^i:", "(?i:")
 	p = strings.ReplaceAll(p, `\0`, `\x00`)
-	if strings.Contains(p, "{,") {
-		p = perlQuantifier.ReplaceAllString(p, "{0,$1}")
+	if strings.Contains(p, ",") {
+		p = perlQuantifier.ReplaceAllStringFunc(p, func(q string) string {
+			m := perlQuantifier.FindStringSubmatch(q)
+			lo, hi := m[1], m[2]
+			if lo == "" {
+				lo = "0"
+			}
+			if n, err := strconv.Atoi(hi); err != nil || n > maxRE2Repeat {
+				return "{" + lo + ",}"
+			}
+			return "{" + lo + "," + hi + "}"
+		})
 	}
 	return p
 }
