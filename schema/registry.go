@@ -43,12 +43,11 @@ func Parse(data []byte) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("risk table: %w", err)
 	}
-	sum := sha256.Sum256(data)
 	r := &Registry{
 		endpoints: norm.endpoints,
 		byKey:     make(map[string]*Endpoint, len(norm.endpoints)),
 		paths:     norm.paths,
-		sha256:    hex.EncodeToString(sum[:]),
+		sha256:    sha256Hex(data),
 		size:      len(data),
 		routes:    newRoute(),
 	}
@@ -64,6 +63,11 @@ func Parse(data []byte) (*Registry, error) {
 	}
 	r.byTool = byTool
 	return r, nil
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // ReadFile reads an apidoc.js file, refusing files over MaxFileSize before
