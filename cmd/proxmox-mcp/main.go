@@ -1,0 +1,135 @@
+// Command proxmox-mcp is the MCP daemon for Proxmox VE and its CLI. main
+// only parses the command line and wires packages; the work happens in them.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// cli carries the output streams of one invocation.
+type cli struct {
+	stdout, stderr io.Writer
+}
+
+// command is one "noun verb" of the CLI.
+type command struct {
+	summary string
+	run     func(c *cli, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"schema check": {"validate an apidoc.js file and print its summary", (*cli).schemaCheck},
+		"schema diff":  {"list the endpoints added, removed and changed between two apidoc.js files", (*cli).schemaDiff},
+		"version":      {"print the version", (*cli).version},
+	}
+}
+
+// errUsage marks errors that deserve the usage text and exit status 2.
+var errUsage = errors.New("usage")
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+func (e usageError) Unwrap() error { return errUsage }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		c.usage(cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	name, rest := args[0], args[1:]
+	if _, ok := cmds[name]; !ok && len(args) > 1 {
+		name, rest = args[0]+" "+args[1], args[2:]
+	}
+	cmd, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(stderr, "proxmox-mcp: unknown command %q (run 'proxmox-mcp help')\n", strings.Join(args[:min(2, len(args))], " "))
+		return 2
+	}
+	if err := cmd.run(c, rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "proxmox-mcp %s: %s\n", name, oneLine(err.Error()))
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// oneLine keeps error output to one line: a script reads the first line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func (c *cli) usage(cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(c.stdout, "usage: proxmox-mcp COMMAND [ARGS]\n\ncommands:")
+	for _, n := range names {
+		fmt.Fprintf(c.stdout, "  %-14s %s\n", n, cmds[n].summary)
+	}
+}
+
+func (c *cli) version(args []string) error {
+	if len(args) > 0 {
+		return usagef("version takes no arguments")
+	}
+	fmt.Fprintf(c.stdout, "proxmox-mcp %s\n", version)
+	return nil
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments, and checks the number of positional arguments.
+func parse(fs *flag.FlagSet, args []string, want int, synopsis string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v (usage: %s)", err, synopsis)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if args[0] == "--" {
+			positional = append(positional, args[1:]...)
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+	if len(positional) != want {
+		return nil, usagef("want %d argument(s), got %d (usage: %s)", want, len(positional), synopsis)
+	}
+	return positional, nil
+}
