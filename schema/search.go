@@ -31,8 +31,8 @@ const (
 	weightPath        = 3.0
 	weightHandler     = 2.0
 	weightDescription = 1.0
-	weightSynonym     = 0.7 // a term reached through a synonym counts less
 	weightMethodHint  = 0.6 // bonus when a query word implies the HTTP method
+	weightSubject     = 1.5 // bonus when a query word names the path's last literal segment
 	bm25K1            = 1.2
 	bm25B             = 0.75
 )
@@ -41,6 +41,7 @@ const (
 type searchIndex struct {
 	postings map[string][]posting
 	docLen   []float64
+	subject  []string // tokens of each path's last literal segment
 	avgLen   float64
 	eps      []*Endpoint
 }
@@ -59,6 +60,7 @@ func buildSearchIndex(eps []*Endpoint) *searchIndex {
 	idx := &searchIndex{
 		postings: make(map[string][]posting, 4096),
 		docLen:   make([]float64, len(eps)),
+		subject:  make([]string, len(eps)),
 		eps:      eps,
 	}
 	total := 0.0
@@ -74,6 +76,7 @@ func buildSearchIndex(eps []*Endpoint) *searchIndex {
 		add(literalPath(ep.Path), weightPath)
 		add(ep.Handler, weightHandler)
 		add(ep.Description, weightDescription)
+		idx.subject[i] = pathSubject(ep.Path)
 		total += idx.docLen[i]
 		for t, f := range tf {
 			idx.postings[t] = append(idx.postings[t], posting{doc: int32(i), tf: float32(f)})
@@ -83,6 +86,18 @@ func buildSearchIndex(eps []*Endpoint) *searchIndex {
 		idx.avgLen = total / float64(len(eps))
 	}
 	return idx
+}
+
+// pathSubject is the last literal segment of a template, tokenized as one
+// word: what the endpoint is about (qemu for /nodes/{node}/qemu/{vmid}).
+func pathSubject(p string) string {
+	segs := strings.Split(p, "/")
+	for i := len(segs) - 1; i >= 0; i-- {
+		if _, isVar := templateVar(segs[i]); !isVar && segs[i] != "" {
+			return stem(strings.ToLower(segs[i]))
+		}
+	}
+	return ""
 }
 
 // literalPath keeps the literal segments of a template and the variable
@@ -109,10 +124,8 @@ func (r *Registry) Search(query string, opts SearchOptions) []SearchResult {
 			methodHints = append(methodHints, m)
 		}
 		terms := map[string]float64{word: 1}
-		for _, syn := range synonyms(word) {
-			if _, ok := terms[syn]; !ok {
-				terms[syn] = weightSynonym
-			}
+		for syn, w := range synonyms(word) {
+			terms[syn] = w
 		}
 		// A query word scores once per document, through its best term.
 		best := map[int32]float64{}
@@ -133,6 +146,9 @@ func (r *Registry) Search(query string, opts SearchOptions) []SearchResult {
 			}
 		}
 		for doc, s := range best {
+			if qw, ok := terms[idx.subject[doc]]; ok {
+				s += qw * weightSubject
+			}
 			scores[doc] += s
 		}
 	}
@@ -204,43 +220,49 @@ func stem(w string) string {
 	switch {
 	case len(w) > 4 && strings.HasSuffix(w, "ies"):
 		return w[:len(w)-3] + "y"
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
+	case w == "has": // not the plural of "ha" (high availability)
+		return w
+	case len(w) >= 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
 		return w[:len(w)-1]
 	}
 	return w
 }
 
-// synonyms maps everyday words to the words PVE's paths and descriptions use.
-func synonyms(word string) []string {
+// synonyms maps everyday words to the words PVE's paths, handler names
+// and descriptions use, with the weight each expansion carries. "vm" leans
+// on "qemu" because PVE's handler names say vm_start for containers too.
+func synonyms(word string) map[string]float64 {
 	switch word {
 	case "vm", "kvm", "guest", "machine":
-		return []string{"qemu", "vm"}
+		return map[string]float64{"qemu": 1, "vm": 0.4, "virtual": 0.4}
 	case "container", "ct":
-		return []string{"lxc", "container"}
+		return map[string]float64{"lxc": 1, "container": 0.8}
 	case "backup":
-		return []string{"vzdump", "backup"}
+		return map[string]float64{"vzdump": 1, "backup": 0.8}
+	case "list", "all":
+		return map[string]float64{"index": 0.8, "list": 0.6}
 	case "reboot", "restart":
-		return []string{"reboot", "restart"}
+		return map[string]float64{"reboot": 0.8, "restart": 0.8}
 	case "console", "vnc":
-		return []string{"vncproxy", "termproxy", "console"}
+		return map[string]float64{"vncproxy": 0.8, "termproxy": 0.8, "console": 0.8}
 	case "shell":
-		return []string{"termproxy", "vncshell", "shell"}
+		return map[string]float64{"termproxy": 0.8, "vncshell": 0.8}
 	case "package", "upgrade":
-		return []string{"apt", "update"}
-	case "permission", "acl":
-		return []string{"acl", "permission"}
+		return map[string]float64{"apt": 0.8, "update": 0.6}
+	case "permission":
+		return map[string]float64{"acl": 0.8, "permission": 0.8}
 	case "log":
-		return []string{"log", "syslog", "journal"}
+		return map[string]float64{"syslog": 0.7, "journal": 0.7}
 	case "disk", "volume":
-		return []string{"disk", "volume"}
+		return map[string]float64{"disk": 0.7, "volume": 0.7}
 	case "ip", "interface", "nic":
-		return []string{"network", "iface"}
+		return map[string]float64{"network": 0.7, "iface": 0.7}
 	case "job":
-		return []string{"task", "job"}
+		return map[string]float64{"task": 0.7}
 	case "task":
-		return []string{"task", "upid"}
-	case "id":
-		return []string{"nextid"}
+		return map[string]float64{"upid": 0.5}
+	case "free", "id", "vmid":
+		return map[string]float64{"nextid": 0.7}
 	}
 	return nil
 }
