@@ -31,7 +31,7 @@ bench:
 
 # A short fuzz run of every parser.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./schema
+	for f in FuzzParse FuzzPropertyString FuzzMatch; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./schema || exit 1; done
 
 clean:
 	rm -rf bin bench.out
