@@ -14,3 +14,14 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExtract measures the JSON decode of the schema array alone.
+func BenchmarkExtract(b *testing.B) {
+	data := fixture(b, pve91)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := extract(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -47,62 +46,9 @@ type rawMethod struct {
 
 // rawObject is an object schema: the parameters of a method.
 type rawObject struct {
-	Type                 string              `json:"type"`
-	AdditionalProperties *pveFlag            `json:"additionalProperties"`
-	Properties           map[string]*rawProp `json:"properties"`
-}
-
-// rawProp is a parameter or property-string sub-key schema.
-type rawProp struct {
-	Type               string         `json:"type"`
-	Format             rawFormat      `json:"format"`
-	Optional           pveFlag        `json:"optional"`
-	Enum               []scalar       `json:"enum"`
-	Minimum            *number        `json:"minimum"`
-	Maximum            *number        `json:"maximum"`
-	MinLength          *number        `json:"minLength"`
-	MaxLength          *number        `json:"maxLength"`
-	Pattern            string         `json:"pattern"`
-	TypeText           string         `json:"typetext"`
-	Default            jsontext.Value `json:"default"`
-	Description        string         `json:"description"`
-	VerboseDescription string         `json:"verbose_description"`
-	FormatDescription  string         `json:"format_description"`
-	Title              string         `json:"title"`
-	Requires           string         `json:"requires"`
-	Items              *rawProp       `json:"items"`
-	OneOf              []*rawProp     `json:"oneOf"`
-	InstanceTypes      []string       `json:"instance-types"`
-	TypeProperty       string         `json:"type-property"`
-	Alias              string         `json:"alias"`
-	KeyAlias           string         `json:"keyAlias"`
-	DefaultKey         pveFlag        `json:"default_key"`
-}
-
-// rawFormat is either a named format or a property-string sub-key schema.
-type rawFormat struct {
-	Name string
-	Keys map[string]*rawProp
-}
-
-// UnmarshalJSONFrom accepts a string or an object.
-func (f *rawFormat) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	switch dec.PeekKind() {
-	case '"':
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return err
-		}
-		f.Name = tok.String()
-		return nil
-	case '{':
-		return json.UnmarshalDecode(dec, &f.Keys)
-	case 'n':
-		_, err := dec.ReadToken()
-		return err
-	default:
-		return fmt.Errorf("format must be a string or an object, not %v", dec.PeekKind())
-	}
+	Type                 string            `json:"type"`
+	AdditionalProperties *pveFlag          `json:"additionalProperties"`
+	Properties           map[string]*Param `json:"properties"`
 }
 
 // pveFlag is PVE's boolean: 0/1, "0"/"1", true/false or null (false).
@@ -138,50 +84,6 @@ func (b *pveFlag) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return fmt.Errorf("boolean flag must be 0 or 1, not %v", tok.Kind())
 	}
 	return nil
-}
-
-// number is a JSON number or a numeric string (PVE writes `minimum => '0'`).
-type number float64
-
-// UnmarshalJSONFrom accepts a number or a string holding one.
-func (n *number) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return err
-	}
-	switch tok.Kind() {
-	case '0':
-		v, err := tok.Float()
-		*n = number(v)
-		return err
-	case '"':
-		v, err := strconv.ParseFloat(tok.String(), 64)
-		if err != nil {
-			return fmt.Errorf("bound %q is not a number", tok.String())
-		}
-		*n = number(v)
-		return nil
-	default:
-		return fmt.Errorf("bound must be a number, not %v", tok.Kind())
-	}
-}
-
-// scalar is an enum value: a string, or a number kept in its JSON spelling.
-type scalar string
-
-// UnmarshalJSONFrom accepts strings and numbers.
-func (s *scalar) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return err
-	}
-	switch tok.Kind() {
-	case '"', '0':
-		*s = scalar(tok.String())
-		return nil
-	default:
-		return fmt.Errorf("enum value must be a string or a number, not %v", tok.Kind())
-	}
 }
 
 // extract finds the schema array in an apidoc.js file and decodes exactly

@@ -182,90 +182,65 @@ var indexedName = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*)\[n\]$`)
 // "(n is 0 to 30)" or "(... link0..link7)".
 var indexRange = regexp.MustCompile(`n is 0 to (\d+)|\b[a-z]+0\.\.[a-z]+(\d+)\b`)
 
-func (n *normalizer) param(name string, rp *rawProp) (*Param, error) {
-	p := &Param{
-		Name:               name,
-		IndexMax:           -1,
-		Type:               rp.Type,
-		Format:             rp.Format.Name,
-		Optional:           bool(rp.Optional),
-		Pattern:            rp.Pattern,
-		TypeText:           rp.TypeText,
-		Default:            rp.Default,
-		Description:        rp.Description,
-		VerboseDescription: rp.VerboseDescription,
-		FormatDescription:  rp.FormatDescription,
-		Title:              rp.Title,
-		Requires:           rp.Requires,
-		InstanceTypes:      rp.InstanceTypes,
-		TypeProperty:       rp.TypeProperty,
-		Alias:              rp.Alias,
-		KeyAlias:           rp.KeyAlias,
-		DefaultKey:         bool(rp.DefaultKey),
+func matchIndexed(name string) []string {
+	if !strings.HasSuffix(name, "[n]") {
+		return nil
 	}
+	return indexedName.FindStringSubmatch(name)
+}
+
+// param completes a decoded parameter in place: its name, numbered-key
+// form, compiled pattern, and the same for its sub-schemas.
+func (n *normalizer) param(name string, p *Param) (*Param, error) {
+	p.Name = name
+	p.IndexMax = -1
 	switch p.Type {
 	case "", "string", "integer", "number", "boolean", "array", "object", "null", "any":
 	default:
 		return nil, fmt.Errorf("unknown type %q", p.Type)
 	}
-	if m := indexedName.FindStringSubmatch(name); m != nil {
+	if m := matchIndexed(name); m != nil {
 		p.Indexed = true
 		p.Prefix = m[1]
-		if r := indexRange.FindStringSubmatch(rp.Description); r != nil {
-			digits := r[1] + r[2]
-			if v, err := strconv.Atoi(digits); err == nil {
+		if r := indexRange.FindStringSubmatch(p.Description); r != nil {
+			if v, err := strconv.Atoi(r[1] + r[2]); err == nil {
 				p.IndexMax = v
 			}
 		}
 	}
-	for _, e := range rp.Enum {
-		p.Enum = append(p.Enum, string(e))
-	}
-	p.Minimum = floatPtr(rp.Minimum)
-	p.Maximum = floatPtr(rp.Maximum)
-	p.MinLength = intPtr(rp.MinLength)
-	p.MaxLength = intPtr(rp.MaxLength)
 	if p.Pattern != "" {
 		p.re = n.compilePattern(p.Pattern)
 	}
-	if rp.Format.Keys != nil {
-		pf, err := n.propertyFormat(rp.Format.Keys)
-		if err != nil {
+	if p.Properties != nil {
+		if err := n.propertyFormat(p.Properties); err != nil {
 			return nil, err
 		}
-		p.Properties = pf
 	}
-	if rp.Items != nil {
-		items, err := n.param(name, rp.Items)
-		if err != nil {
+	if p.Items != nil {
+		if _, err := n.param(name, p.Items); err != nil {
 			return nil, fmt.Errorf("items: %w", err)
 		}
-		p.Items = items
 	}
-	for i, alt := range rp.OneOf {
+	for i, alt := range p.OneOf {
 		if alt == nil {
 			return nil, fmt.Errorf("oneOf[%d] is null", i)
 		}
-		v, err := n.param(name, alt)
-		if err != nil {
+		if _, err := n.param(name, alt); err != nil {
 			return nil, fmt.Errorf("oneOf[%d]: %w", i, err)
 		}
-		p.OneOf = append(p.OneOf, v)
 	}
 	return p, nil
 }
 
-func (n *normalizer) propertyFormat(keys map[string]*rawProp) (*PropertyFormat, error) {
-	pf := &PropertyFormat{byName: make(map[string]*Param, len(keys))}
-	for k, rp := range keys {
-		if rp == nil {
-			return nil, fmt.Errorf("property-string key %q is null", k)
+func (n *normalizer) propertyFormat(pf *PropertyFormat) error {
+	pf.Keys = make([]*Param, 0, len(pf.byName))
+	for k, sub := range pf.byName {
+		if sub == nil {
+			return fmt.Errorf("property-string key %q is null", k)
 		}
-		sub, err := n.param(k, rp)
-		if err != nil {
-			return nil, fmt.Errorf("property-string key %q: %w", k, err)
+		if _, err := n.param(k, sub); err != nil {
+			return fmt.Errorf("property-string key %q: %w", k, err)
 		}
-		pf.byName[k] = sub
 		pf.Keys = append(pf.Keys, sub)
 		if sub.DefaultKey {
 			pf.defaultKey = sub
@@ -273,11 +248,11 @@ func (n *normalizer) propertyFormat(keys map[string]*rawProp) (*PropertyFormat, 
 	}
 	for _, sub := range pf.Keys {
 		if sub.Alias != "" && pf.byName[sub.Alias] == nil {
-			return nil, fmt.Errorf("property-string key %q is an alias of unknown key %q", sub.Name, sub.Alias)
+			return fmt.Errorf("property-string key %q is an alias of unknown key %q", sub.Name, sub.Alias)
 		}
 	}
 	slices.SortFunc(pf.Keys, func(a, b *Param) int { return strings.Compare(a.Name, b.Name) })
-	return pf, nil
+	return nil
 }
 
 // compilePattern translates PVE's Perl pattern to RE2, anchored as PVE
@@ -322,20 +297,4 @@ func perlToRE2(p string) string {
 		})
 	}
 	return p
-}
-
-func floatPtr(n *number) *float64 {
-	if n == nil {
-		return nil
-	}
-	v := float64(*n)
-	return &v
-}
-
-func intPtr(n *number) *int {
-	if n == nil {
-		return nil
-	}
-	v := int(*n)
-	return &v
 }

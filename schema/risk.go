@@ -148,10 +148,13 @@ func parseRiskRule(line string) (*riskRule, error) {
 // endpoint. Pattern segments compare with template segments: a literal or
 // {var} must be equal, * takes any one segment, a final ** any rest.
 func (r *riskRule) matches(method, path string) bool {
+	return r.matchesSegs(method, strings.Split(strings.TrimPrefix(path, "/"), "/"))
+}
+
+func (r *riskRule) matchesSegs(method string, segs []string) bool {
 	if r.method != "*" && r.method != method {
 		return false
 	}
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	for i, p := range r.segs {
 		if p == "**" {
 			return true
@@ -169,9 +172,10 @@ func (r *riskRule) matches(method, path string) bool {
 // candidates returns the rules that can decide a call of the endpoint: all
 // matching rules up to and including the first one without a condition.
 func (rules riskRules) candidates(method, path string) []*riskRule {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	var out []*riskRule
 	for _, r := range rules {
-		if !r.matches(method, path) {
+		if !r.matchesSegs(method, segs) {
 			continue
 		}
 		out = append(out, r)
