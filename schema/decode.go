@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 
@@ -8,11 +9,27 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// UnmarshalJSONFrom decodes one parameter schema of apidoc.js straight into
-// a Param, token by token: parameters are most of the file, and decoding
-// them without reflection or an intermediate copy keeps a reload fast.
-// Unknown keys are skipped; the normalizer completes the Param afterwards.
-func (p *Param) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+// paramDecoder decodes the parameter schemas of apidoc.js straight into
+// Params, token by token: parameters are most of the file, and decoding
+// them without reflection or an intermediate copy keeps a reload fast. It
+// interns strings: the same descriptions, type texts and format names recur
+// thousands of times, and one copy of each keeps the registry small.
+type paramDecoder struct {
+	strs map[string]string
+}
+
+func newParamDecoder() *paramDecoder {
+	return &paramDecoder{strs: make(map[string]string, 4096)}
+}
+
+// options makes json.UnmarshalDecode use this decoder for every *Param.
+func (pd *paramDecoder) options() json.Options {
+	return json.WithUnmarshalers(json.UnmarshalFromFunc(pd.decode))
+}
+
+// decode reads one parameter schema. Unknown keys are skipped; the
+// normalizer completes the Param afterwards.
+func (pd *paramDecoder) decode(dec *jsontext.Decoder, p *Param) error {
 	if err := expectDelim(dec, '{', "parameter schema"); err != nil {
 		return err
 	}
@@ -23,7 +40,7 @@ func (p *Param) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if err != nil {
 			return err
 		}
-		if err := p.decodeField(dec, raw); err != nil {
+		if err := pd.field(dec, p, raw); err != nil {
 			return fmt.Errorf("%s: %w", raw.String(), err)
 		}
 	}
@@ -31,18 +48,18 @@ func (p *Param) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return err
 }
 
-func (p *Param) decodeField(dec *jsontext.Decoder, rawName jsontext.Value) error {
+func (pd *paramDecoder) field(dec *jsontext.Decoder, p *Param, rawName jsontext.Value) error {
 	var err error
 	switch string(rawName) { // quoted as in the file; PVE never escapes key names
 
 	case `"type"`:
-		p.Type, err = readString(dec)
+		p.Type, err = pd.str(dec)
 	case `"format"`:
-		err = p.decodeFormat(dec)
+		err = pd.format(dec, p)
 	case `"optional"`:
 		p.Optional, err = readFlag(dec)
 	case `"enum"`:
-		p.Enum, err = readScalars(dec)
+		p.Enum, err = pd.scalars(dec)
 	case `"minimum"`:
 		p.Minimum, err = readNumber(dec)
 	case `"maximum"`:
@@ -52,24 +69,24 @@ func (p *Param) decodeField(dec *jsontext.Decoder, rawName jsontext.Value) error
 	case `"maxLength"`:
 		p.MaxLength, err = readCount(dec)
 	case `"pattern"`:
-		p.Pattern, err = readString(dec)
+		p.Pattern, err = pd.str(dec)
 	case `"typetext"`:
-		p.TypeText, err = readString(dec)
+		p.TypeText, err = pd.str(dec)
 	case `"default"`:
 		var v jsontext.Value
 		v, err = dec.ReadValue()
 		p.Default = v.Clone()
 	case `"description"`:
-		p.Description, err = readString(dec)
+		p.Description, err = pd.str(dec)
 	case `"verbose_description"`:
-		p.VerboseDescription, err = readString(dec)
+		p.VerboseDescription, err = pd.str(dec)
 	case `"format_description"`:
-		p.FormatDescription, err = readString(dec)
+		p.FormatDescription, err = pd.str(dec)
 	case `"title"`:
-		p.Title, err = readString(dec)
+		p.Title, err = pd.str(dec)
 	case `"requires"`:
 		if dec.PeekKind() == '"' {
-			p.Requires, err = readString(dec)
+			p.Requires, err = pd.str(dec)
 		} else {
 			err = dec.SkipValue() // a schema-valued requires: PVE checks it
 		}
@@ -81,11 +98,11 @@ func (p *Param) decodeField(dec *jsontext.Decoder, rawName jsontext.Value) error
 	case `"instance-types"`:
 		err = json.UnmarshalDecode(dec, &p.InstanceTypes)
 	case `"type-property"`:
-		p.TypeProperty, err = readString(dec)
+		p.TypeProperty, err = pd.str(dec)
 	case `"alias"`:
-		p.Alias, err = readString(dec)
+		p.Alias, err = pd.str(dec)
 	case `"keyAlias"`:
-		p.KeyAlias, err = readString(dec)
+		p.KeyAlias, err = pd.str(dec)
 	case `"default_key"`:
 		p.DefaultKey, err = readFlag(dec)
 	default:
@@ -95,11 +112,11 @@ func (p *Param) decodeField(dec *jsontext.Decoder, rawName jsontext.Value) error
 }
 
 // decodeFormat reads a named format or a property string's sub-keys.
-func (p *Param) decodeFormat(dec *jsontext.Decoder) error {
+func (pd *paramDecoder) format(dec *jsontext.Decoder, p *Param) error {
 	switch dec.PeekKind() {
 	case '"':
 		var err error
-		p.Format, err = readString(dec)
+		p.Format, err = pd.str(dec)
 		return err
 	case '{':
 		keys := map[string]*Param{}
@@ -123,19 +140,42 @@ func expectDelim(dec *jsontext.Decoder, delim jsontext.Kind, what string) error 
 	return err
 }
 
-// readString reads a string; null reads as "".
-func readString(dec *jsontext.Decoder) (string, error) {
-	tok, err := dec.ReadToken()
+// str reads a string, interned; null reads as "".
+func (pd *paramDecoder) str(dec *jsontext.Decoder) (string, error) {
+	raw, err := dec.ReadValue()
 	if err != nil {
 		return "", err
 	}
-	switch tok.Kind() {
+	switch raw.Kind() {
 	case '"':
-		return tok.String(), nil
+		return pd.intern(raw)
 	case 'n':
 		return "", nil
 	}
-	return "", fmt.Errorf("must be a string, not %v", tok.Kind())
+	return "", fmt.Errorf("must be a string, not %v", raw.Kind())
+}
+
+// intern returns the one copy of a quoted JSON string. Strings without
+// escapes are looked up without allocating; others are unquoted first.
+func (pd *paramDecoder) intern(raw jsontext.Value) (string, error) {
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		if s, ok := pd.strs[string(body)]; ok {
+			return s, nil
+		}
+		s := string(body)
+		pd.strs[s] = s
+		return s, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", err
+	}
+	if prev, ok := pd.strs[s]; ok {
+		return prev, nil
+	}
+	pd.strs[s] = s
+	return s, nil
 }
 
 // readFlag reads PVE's boolean spellings: 0/1, "0"/"1", true/false, null.
@@ -178,8 +218,8 @@ func readCount(dec *jsontext.Decoder) (*int, error) {
 	return &n, nil
 }
 
-// readScalars reads an enum: an array of strings or numbers, or null.
-func readScalars(dec *jsontext.Decoder) ([]string, error) {
+// scalars reads an enum: an array of strings or numbers, or null.
+func (pd *paramDecoder) scalars(dec *jsontext.Decoder) ([]string, error) {
 	if dec.PeekKind() == 'n' {
 		_, err := dec.ReadToken()
 		return nil, err
@@ -192,15 +232,21 @@ func readScalars(dec *jsontext.Decoder) ([]string, error) {
 	}
 	var out []string
 	for dec.PeekKind() != ']' {
-		tok, err := dec.ReadToken()
+		raw, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		switch tok.Kind() {
-		case '"', '0':
-			out = append(out, tok.String())
+		switch raw.Kind() {
+		case '"':
+			s, err := pd.intern(raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		case '0':
+			out = append(out, string(raw))
 		default:
-			return nil, fmt.Errorf("enum value must be a string or a number, not %v", tok.Kind())
+			return nil, fmt.Errorf("enum value must be a string or a number, not %v", raw.Kind())
 		}
 	}
 	_, err := dec.ReadToken()

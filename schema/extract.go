@@ -99,7 +99,7 @@ func extract(data []byte) ([]*rawNode, error) {
 	start := at + len(Marker) - 1 // the '['
 	dec := jsontext.NewDecoder(bytes.NewBuffer(data[start:]))
 	var nodes []*rawNode
-	if err := json.UnmarshalDecode(dec, &nodes); err != nil {
+	if err := json.UnmarshalDecode(dec, &nodes, newParamDecoder().options()); err != nil {
 		return nil, describeDecodeError(data, start, err)
 	}
 	if len(nodes) == 0 {
