@@ -1,0 +1,103 @@
+package tests
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+type goPackage struct {
+	ImportPath string
+	Doc        string
+	Deps       []string
+	Imports    []string
+}
+
+// listPackages runs go list over the module.
+func listPackages(t *testing.T, patterns ...string) []goPackage {
+	t.Helper()
+	args := append([]string{"list", "-json=ImportPath,Doc,Deps,Imports"}, patterns...)
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []goPackage
+	for dec.More() {
+		var p goPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+const module = "github.com/proxmox-mcp/proxmox-mcp"
+
+// The pure packages import no network code, directly or indirectly
+// (DESIGN.md: schema, policy and keys import no network code).
+func TestPurePackagesImportNoNetworkCode(t *testing.T) {
+	banned := []string{"net", "net/http", "net/rpc", "net/smtp", "crypto/tls", "os/exec", "tailscale.com"}
+	pure := map[string]bool{module + "/schema": true, module + "/policy": true, module + "/keys": true}
+	for _, p := range listPackages(t, "../...") {
+		if !pure[p.ImportPath] {
+			continue
+		}
+		for _, dep := range p.Deps {
+			for _, b := range banned {
+				if dep == b || strings.HasPrefix(dep, b+"/") && b != "net" {
+					t.Errorf("%s depends on %s", p.ImportPath, dep)
+				}
+			}
+		}
+	}
+}
+
+// Dependencies point one way: cmd → daemon → {tools, transport, journal,
+// breakglass} → {policy, keys, pve} → schema → leaf packages. schema is the
+// floor of its group: the simulator and the policies are built on it.
+func TestDependencyDirection(t *testing.T) {
+	layer := map[string]int{
+		"atomicfile": 0,
+		"schema":     1,
+		"policy":     2, "keys": 2, "pve": 2, "pki": 2, "systemd": 2,
+		"tools": 3, "transport": 3, "journal": 3, "breakglass": 3, "installer": 3,
+		"daemon": 4,
+		"cmd":    5,
+	}
+	layerOf := func(path string) (int, bool) {
+		rel := strings.TrimPrefix(path, module+"/")
+		if rel == path {
+			return 0, false
+		}
+		top, _, _ := strings.Cut(rel, "/")
+		l, ok := layer[top]
+		return l, ok
+	}
+	for _, p := range listPackages(t, "../...") {
+		from, ok := layerOf(p.ImportPath)
+		if !ok || strings.HasSuffix(p.ImportPath, "/tests") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := layerOf(imp)
+			if !ok {
+				continue
+			}
+			if to >= from && !strings.HasPrefix(imp, p.ImportPath) {
+				t.Errorf("%s (layer %d) imports %s (layer %d): dependencies must point down", p.ImportPath, from, imp, to)
+			}
+		}
+	}
+}
+
+// Every package says what it owns.
+func TestPackageDocs(t *testing.T) {
+	for _, p := range listPackages(t, "../...") {
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("%s has no package doc comment", p.ImportPath)
+		}
+	}
+}
