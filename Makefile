@@ -25,9 +25,11 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# Benchmarks recorded in docs/benchmarks.md.
+# Benchmarks recorded in docs/benchmarks.md (median of 10 runs; see benchstat).
+BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./schema | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./schema | tee bench.out
+	$(GO) run $(BENCHSTAT) bench.out
 
 # A short fuzz run of every parser.
 fuzz:

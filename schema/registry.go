@@ -17,7 +17,7 @@ import (
 // safe for concurrent use; a newer one replaces it as a whole (see Source).
 type Registry struct {
 	endpoints []*Endpoint
-	byKey     map[string]*Endpoint
+	byKey     map[endpointKey]*Endpoint
 	byTool    map[string]*Endpoint
 	routes    *route
 	paths     int
@@ -54,7 +54,7 @@ func Parse(data []byte) (*Registry, error) {
 	}
 	r := &Registry{
 		endpoints: norm.endpoints,
-		byKey:     make(map[string]*Endpoint, len(norm.endpoints)),
+		byKey:     make(map[endpointKey]*Endpoint, len(norm.endpoints)),
 		paths:     norm.paths,
 		sha256:    <-sum,
 		size:      len(data),
@@ -63,7 +63,7 @@ func Parse(data []byte) (*Registry, error) {
 	for _, ep := range r.endpoints {
 		ep.rules = rules.candidates(ep.Method, ep.Path)
 		ep.Risk = maxRisk(ep.rules)
-		r.byKey[ep.Key()] = ep
+		r.byKey[endpointKey{ep.Method, ep.Path}] = ep
 		r.routes.add(ep)
 	}
 	byTool, err := assignToolNames(r.endpoints)
@@ -131,8 +131,14 @@ func (r *Registry) Size() int { return r.size }
 
 // Lookup finds an endpoint by method and path template.
 func (r *Registry) Lookup(method, pathTemplate string) *Endpoint {
-	return r.byKey[strings.ToUpper(method)+" "+pathTemplate]
+	if ep := r.byKey[endpointKey{method, pathTemplate}]; ep != nil {
+		return ep
+	}
+	return r.byKey[endpointKey{strings.ToUpper(method), pathTemplate}]
 }
+
+// endpointKey identifies an endpoint without building a string.
+type endpointKey struct{ method, path string }
 
 // Tool finds an endpoint by its tool name.
 func (r *Registry) Tool(name string) *Endpoint { return r.byTool[name] }
