@@ -30,12 +30,20 @@ type command struct {
 	run     func(c *cli, args []string) error
 }
 
+// commands gathers the commands of every noun; each noun's file defines
+// its own set.
 func commands() map[string]command {
-	return map[string]command{
-		"schema check": {"validate an apidoc.js file and print its summary", (*cli).schemaCheck},
-		"schema diff":  {"list the endpoints added, removed and changed between two apidoc.js files", (*cli).schemaDiff},
-		"version":      {"print the version", (*cli).version},
+	all := map[string]command{
+		"version": {"print the version", (*cli).version},
 	}
+	for _, set := range []map[string]command{
+		schemaCommands(),
+	} {
+		for name, cmd := range set {
+			all[name] = cmd
+		}
+	}
+	return all
 }
 
 // errUsage marks errors that deserve the usage text and exit status 2.

@@ -7,6 +7,13 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
+func schemaCommands() map[string]command {
+	return map[string]command{
+		"schema check": {"validate an apidoc.js file and print its summary", (*cli).schemaCheck},
+		"schema diff":  {"list the endpoints added, removed and changed between two apidoc.js files", (*cli).schemaDiff},
+	}
+}
+
 func (c *cli) schemaCheck(args []string) error {
 	fs := flag.NewFlagSet("schema check", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
