@@ -1,0 +1,279 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/pve"
+)
+
+// task is a worker: it runs until endAt, then its finish function changes
+// the state and its exit status is set.
+type task struct {
+	upid     pve.UPID
+	endAt    time.Time
+	ended    bool
+	endTime  int64
+	exit     string
+	log      []string
+	finish   func() error // applied when the task ends; an error fails it
+	warnings int
+	failWith string
+	onCancel func() // undoes locks when the task is stopped
+}
+
+func (t *task) running() bool { return !t.ended }
+
+// startTask creates a task on a node for the caller. finish runs when the
+// clock reaches the task's end; it may fail the task. Task faults apply.
+func (r *request) startTask(nodeName, typ, id string, d time.Duration, log []string, finish func() error) string {
+	s, st := r.sim, r.sim.st
+	st.nextPID += 1 + uint32(st.rng.IntN(97))
+	u := pve.UPID{
+		Node: nodeName, PID: st.nextPID, PStart: uint64(3_000_000 + st.rng.IntN(90_000_000)),
+		StartTime: r.now.Unix(), Type: typ, ID: id, User: r.who.tokenid,
+	}
+	dur := time.Duration(float64(d) * s.taskTime)
+	t := &task{upid: u, log: log, finish: finish}
+	if f, ok := s.taskFault(typ); ok {
+		if f.Slow > 0 {
+			dur = time.Duration(float64(dur) * f.Slow)
+		}
+		t.failWith, t.warnings = f.Fail, f.Warnings
+	}
+	t.endAt = r.now.Add(dur)
+	st.tasks = append(st.tasks, t)
+	st.logCluster(r.now, nodeName, r.who.tokenid, "pvedaemon", fmt.Sprintf("<%s> starting task %s", r.who.tokenid, u))
+	return u.String()
+}
+
+// finishTasks ends every task whose time has come, in start order.
+func (s *Sim) finishTasks(now time.Time) {
+	for _, t := range s.st.tasks {
+		if t.ended || now.Before(t.endAt) {
+			continue
+		}
+		s.endTask(t, t.endAt)
+	}
+}
+
+func (s *Sim) endTask(t *task, at time.Time) {
+	t.ended = true
+	t.endTime = at.Unix()
+	var err error
+	if t.failWith != "" {
+		err = fmt.Errorf("%s", t.failWith)
+		if t.onCancel != nil {
+			t.onCancel()
+		}
+	} else if t.finish != nil {
+		err = t.finish()
+	}
+	switch {
+	case err != nil:
+		t.exit = err.Error()
+		t.log = append(t.log, "TASK ERROR: "+err.Error())
+	case t.warnings > 0:
+		for i := range t.warnings {
+			t.log = append(t.log, fmt.Sprintf("WARN: simulated warning %d", i+1))
+		}
+		t.exit = fmt.Sprintf("WARNINGS: %d", t.warnings)
+		t.log = append(t.log, "TASK "+t.exit)
+	default:
+		t.exit = "OK"
+		t.log = append(t.log, "TASK OK")
+	}
+	s.st.logCluster(at, t.upid.Node, t.upid.User, "pvedaemon", fmt.Sprintf("<%s> end task %s %s", t.upid.User, t.upid, t.exit))
+}
+
+func (st *state) task(upid string) *task {
+	for _, t := range st.tasks {
+		if t.upid.String() == upid {
+			return t
+		}
+	}
+	return nil
+}
+
+// taskEntry is a task as the task lists show it.
+func taskEntry(t *task) map[string]any {
+	e := map[string]any{
+		"upid": t.upid.String(), "node": t.upid.Node, "pid": int64(t.upid.PID), "pstart": int64(t.upid.PStart),
+		"starttime": t.upid.StartTime, "type": t.upid.Type, "id": t.upid.ID, "user": t.upid.UserID(),
+	}
+	if tok := t.upid.TokenID(); tok != "" {
+		e["tokenid"] = tok
+	}
+	if t.ended {
+		e["endtime"] = t.endTime
+		e["status"] = t.exit
+	}
+	return e
+}
+
+func (s *Sim) taskRoutes(add func(string, handler)) {
+	add("GET /nodes/{node}/tasks", s.nodeTasks)
+	add("GET /nodes/{node}/tasks/{upid}/status", s.taskStatus)
+	add("GET /nodes/{node}/tasks/{upid}/log", s.taskLog)
+	add("DELETE /nodes/{node}/tasks/{upid}", s.taskStop)
+	add("GET /cluster/tasks", s.clusterTasks)
+}
+
+// mayReadTask is PVE's rule: your own tasks, or Sys.Audit on the node.
+func (r *request) mayReadTask(t *task) bool {
+	if t.upid.User == r.who.tokenid || t.upid.UserID() == r.who.userid && !r.who.privsep {
+		return true
+	}
+	return r.sim.st.privs(r.who, "/nodes/"+t.upid.Node)["Sys.Audit"]
+}
+
+func (r *request) findTask() (*task, error) {
+	upid := r.str("upid")
+	if _, err := pve.ParseUPID(upid); err != nil {
+		return nil, fail("unable to parse worker upid '%s'", upid)
+	}
+	t := r.sim.st.task(upid)
+	if t == nil || t.upid.Node != r.str("node") {
+		return nil, fail("no such task")
+	}
+	if !r.mayReadTask(t) {
+		return nil, failStatus(403, "Permission check failed (/nodes/%s, Sys.Audit)", t.upid.Node)
+	}
+	return t, nil
+}
+
+func (s *Sim) taskStatus(r *request) (any, error) {
+	t, err := r.findTask()
+	if err != nil {
+		return nil, err
+	}
+	e := taskEntry(t)
+	delete(e, "endtime")
+	if t.ended {
+		e["status"] = "stopped"
+		e["exitstatus"] = t.exit
+	} else {
+		e["status"] = "running"
+	}
+	return e, nil
+}
+
+// taskLog pages the log like PVE's dump_logfile: 1-based line numbers,
+// "total" counts every line, and an empty log reads as one "no content".
+func (s *Sim) taskLog(r *request) (any, error) {
+	t, err := r.findTask()
+	if err != nil {
+		return nil, err
+	}
+	start, limit := r.num("start", 0), r.num("limit", 50)
+	lines := []map[string]any{}
+	for i, text := range t.log {
+		if i < start || (limit > 0 && len(lines) >= limit) {
+			continue
+		}
+		lines = append(lines, map[string]any{"n": i + 1, "t": text})
+	}
+	total := len(t.log)
+	if total == 0 {
+		total = 1
+		lines = append(lines, map[string]any{"n": 1, "t": "no content"})
+	}
+	return withTotal(lines, total), nil
+}
+
+func (s *Sim) taskStop(r *request) (any, error) {
+	t, err := r.findTask()
+	if err != nil {
+		return nil, err
+	}
+	if t.upid.User != r.who.tokenid && !s.st.privs(r.who, "/nodes/"+t.upid.Node)["Sys.Modify"] {
+		return nil, failStatus(403, "Permission check failed (/nodes/%s, Sys.Modify)", t.upid.Node)
+	}
+	if t.running() {
+		t.failWith = "unexpected status"
+		t.log = append(t.log, "received interrupt")
+		s.endTask(t, r.now)
+	}
+	return nil, nil
+}
+
+// nodeTasks lists a node's tasks, newest first, with PVE's filters.
+func (s *Sim) nodeTasks(r *request) (any, error) {
+	nodeName := r.str("node")
+	var list []map[string]any
+	for i := len(s.st.tasks) - 1; i >= 0; i-- {
+		t := s.st.tasks[i]
+		if t.upid.Node != nodeName || !r.mayReadTask(t) || !r.taskMatches(t) {
+			continue
+		}
+		list = append(list, taskEntry(t))
+	}
+	start, limit := r.num("start", 0), r.num("limit", 50)
+	total := len(list)
+	if start > len(list) {
+		start = len(list)
+	}
+	list = list[start:]
+	if limit > 0 && len(list) > limit {
+		list = list[:limit]
+	}
+	if list == nil {
+		list = []map[string]any{}
+	}
+	return withTotal(list, total), nil
+}
+
+func (r *request) taskMatches(t *task) bool {
+	if r.flag("errors") && (!t.ended || t.exit == "OK") {
+		return false
+	}
+	if v := r.str("vmid"); v != "" && t.upid.ID != v {
+		return false
+	}
+	if v := r.str("typefilter"); v != "" && t.upid.Type != v {
+		return false
+	}
+	if v := r.str("userfilter"); v != "" && !strings.Contains(t.upid.User, v) {
+		return false
+	}
+	if v := r.str("source"); v == "active" && t.ended || v == "archive" && !t.ended {
+		return false
+	}
+	if v := r.num("since", 0); v > 0 && t.upid.StartTime < int64(v) {
+		return false
+	}
+	if v := r.num("until", 0); v > 0 && t.upid.StartTime > int64(v) {
+		return false
+	}
+	if v := r.str("statusfilter"); v != "" {
+		class := "running"
+		if t.ended {
+			ok, warn := pve.ExitOutcome(t.exit)
+			switch {
+			case ok && warn > 0:
+				class = "warning"
+			case ok:
+				class = "ok"
+			default:
+				class = "error"
+			}
+		}
+		if !slices.Contains(strings.Split(v, ","), class) {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterTasks lists the recent tasks of every node, newest first.
+func (s *Sim) clusterTasks(r *request) (any, error) {
+	list := []map[string]any{}
+	for i := len(s.st.tasks) - 1; i >= 0; i-- {
+		if t := s.st.tasks[i]; r.mayReadTask(t) {
+			list = append(list, taskEntry(t))
+		}
+	}
+	return list, nil
+}
