@@ -113,22 +113,21 @@ func qemuConf(st *state, name string, cores int, memMiB int, disk, tags string, 
 
 func lxcConf(st *state, hostname string, cores int, memMiB int, disk string, now time.Time) map[string]string {
 	return map[string]string{
-		"hostname": hostname,
-		"arch":     "amd64",
-		"cores":    fmt.Sprint(cores),
-		"memory":   fmt.Sprint(memMiB),
-		"swap":     "512",
-		"ostype":   "debian",
-		"rootfs":   "local-lvm:vm-VMID-disk-0,size=" + disk,
-		"net0":     "name=eth0,bridge=vmbr0,firewall=1,hwaddr=" + st.macAddress() + ",ip=dhcp,type=veth",
-		"features": "nesting=1",
+		"hostname":     hostname,
+		"arch":         "amd64",
+		"cores":        fmt.Sprint(cores),
+		"memory":       fmt.Sprint(memMiB),
+		"swap":         "512",
+		"ostype":       "debian",
+		"rootfs":       "local-lvm:vm-VMID-disk-0,size=" + disk,
+		"net0":         "name=eth0,bridge=vmbr0,firewall=1,hwaddr=" + st.macAddress() + ",ip=dhcp,type=veth",
+		"features":     "nesting=1",
 		"unprivileged": "1",
-		"onboot":   "1",
+		"onboot":       "1",
 	}
 }
 
 func isCDROM(v string) bool { return v == "none" || strings.Contains(v, "media=cdrom") }
-
 
 // allocateExisting registers the volume a default guest's disk names, and
 // replaces the VMID placeholder.
@@ -146,14 +145,12 @@ func (st *state) allocateExisting(g *guest, v string) {
 	}
 }
 
-
 func contentOf(kind string) string {
 	if kind == "lxc" {
 		return "rootdir"
 	}
 	return "images"
 }
-
 
 // diskVolume splits a disk option into its volume ID and size.
 func diskVolume(v string) (string, int64) {

@@ -64,7 +64,7 @@ type aptPackage struct {
 
 type netIface struct {
 	name, typ, method, address, netmask, cidr, gateway, bridgePorts, comments string
-	active, autostart                                                        bool
+	active, autostart                                                         bool
 }
 
 type disk struct {
