@@ -67,9 +67,13 @@ func defaultState(now time.Time, rng *rand.Rand) *state {
 	mcp := &user{id: "mcp@pve", enabled: true, tokens: map[string]*apiToken{}}
 	st.users["mcp@pve"] = mcp
 	st.grant("/", "mcp@pve", "Administrator", true) //nolint:errcheck // built-in role
+	// The operator tier's role: guest power, console, backups and snapshots,
+	// and reading everything they touch (the installer creates the same role).
+	st.roleDefs["PMCPOperator"] = privSet("VM.Audit", "VM.PowerMgmt", "VM.Console", "VM.Backup", "VM.Snapshot",
+		"VM.Snapshot.Rollback", "Datastore.Audit", "Datastore.AllocateSpace", "Sys.Audit", "Pool.Audit")
 	for _, tier := range []struct{ name, roles string }{
 		{"read-only", "PVEAuditor"},
-		{"operator", "PVEVMUser,PVEDatastoreUser"},
+		{"operator", "PMCPOperator"},
 		{"admin", "PVEAdmin"},
 		{"root", "Administrator"},
 	} {
@@ -80,6 +84,14 @@ func defaultState(now time.Time, rng *rand.Rand) *state {
 	}
 	st.logCluster(now.Add(-time.Hour), "pve1", "root@pam", "pvedaemon", "<root@pam> successful auth for user 'root@pam'")
 	return st
+}
+
+func privSet(privs ...string) map[string]bool {
+	out := make(map[string]bool, len(privs))
+	for _, p := range privs {
+		out[p] = true
+	}
+	return out
 }
 
 func withKeys(conf map[string]string, kv ...string) map[string]string {

@@ -50,11 +50,16 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &env{t: t, sim: s, clock: clock, srv: newTLSServer(t, s)}
+}
+
+// newTLSServer serves the simulator over HTTPS/1.1, as pveproxy does.
+func newTLSServer(t testing.TB, s *Sim) *httptest.Server {
 	srv := httptest.NewUnstartedServer(s)
 	srv.EnableHTTP2 = false
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return &env{t: t, sim: s, clock: clock, srv: srv}
+	return srv
 }
 
 // client returns a PVE client authenticated as one of the default tokens.

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
@@ -47,10 +48,15 @@ type Sim struct {
 	taskTime float64
 	handlers map[string]handler // "METHOD /template"
 
-	mu     sync.Mutex // guards st and faults
+	mu     sync.Mutex // guards st
 	st     *state
 	faults faultSet
+
+	requests atomic.Int64
 }
+
+// Requests counts the HTTP requests served so far.
+func (s *Sim) Requests() int64 { return s.requests.Load() }
 
 // handler answers one semantic endpoint. It runs with Sim.mu held and
 // returns data (or a result with a total) or an *apiError.
@@ -106,6 +112,7 @@ func New(opts Options) (*Sim, error) {
 
 // ServeHTTP answers like pveproxy.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
 	apiPath, ok := strings.CutPrefix(r.URL.EscapedPath(), APIPrefix)
 	if !ok {
 		writeError(w, failStatus(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, r.URL.Path))
@@ -118,7 +125,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f != nil && f.before(w, r) {
 		return
 	}
-	status, body, apiErr := s.serve(r, apiPath)
+	body, apiErr := s.serve(r, apiPath)
 	if f != nil && f.after(w, r) {
 		return
 	}
@@ -126,13 +133,12 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr)
 		return
 	}
-	_ = status
 	writeData(w, r, body)
 }
 
 // serve authenticates, routes, validates, checks permissions and runs the
 // handler, all under the lock.
-func (s *Sim) serve(r *http.Request, apiPath string) (int, result, *apiError) {
+func (s *Sim) serve(r *http.Request, apiPath string) (result, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -141,26 +147,26 @@ func (s *Sim) serve(r *http.Request, apiPath string) (int, result, *apiError) {
 	ep, vars, err := s.reg.Match(r.Method, apiPath)
 	if err != nil {
 		unescaped, _ := url.PathUnescape(apiPath)
-		return 0, result{}, failStatus(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, unescaped)
+		return result{}, failStatus(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, unescaped)
 	}
 	who, apiErr := s.authenticate(r)
 	if apiErr != nil {
-		return 0, result{}, apiErr
+		return result{}, apiErr
 	}
 	if !ep.AllowToken {
-		return 0, result{}, failStatus(http.StatusForbidden, "Permission check failed (URI '%s' not available with API token, need proper ticket.)", APIPrefix+apiPath)
+		return result{}, failStatus(http.StatusForbidden, "Permission check failed (URI '%s' not available with API token, need proper ticket.)", APIPrefix+apiPath)
 	}
 	args, apiErr := readArgs(r, ep, vars)
 	if apiErr != nil {
-		return 0, result{}, apiErr
+		return result{}, apiErr
 	}
 	wire, verr := ep.Validate(args)
 	if verr != nil {
 		var ve *schema.ValidationError
 		if errors.As(verr, &ve) {
-			return 0, result{}, paramError(ve.Errors)
+			return result{}, paramError(ve.Errors)
 		}
-		return 0, result{}, fail("%v", verr)
+		return result{}, fail("%v", verr)
 	}
 	var perms []byte
 	if ep.Permissions != nil {
@@ -171,13 +177,13 @@ func (s *Sim) serve(r *http.Request, apiPath string) (int, result, *apiError) {
 		flat[k] = strings.Join(v, ",")
 	}
 	if apiErr := s.checkPermission(who, perms, flat); apiErr != nil {
-		return 0, result{}, apiErr
+		return result{}, apiErr
 	}
 	if n := wire.Get("node"); n != "" && slices.Contains(ep.PathParams, "node") && ep.ProxyTo == "node" {
 		if nd := s.st.node(n); nd == nil {
-			return 0, result{}, fail("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", n, n)
+			return result{}, fail("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", n, n)
 		} else if !nd.online {
-			return 0, result{}, failStatus(595, "Errors during connection establishment, proxy handler: No route to host")
+			return result{}, failStatus(595, "Errors during connection establishment, proxy handler: No route to host")
 		}
 	}
 	h := s.handlers[ep.Key()]
@@ -185,22 +191,22 @@ func (s *Sim) serve(r *http.Request, apiPath string) (int, result, *apiError) {
 		h = s.directoryHandler(ep)
 	}
 	if h == nil {
-		return 0, result{}, failStatus(http.StatusNotImplemented, "Method '%s %s' is not simulated (the schema has it; the simulator has no handler for it)", ep.Method, ep.Path)
+		return result{}, failStatus(http.StatusNotImplemented, "Method '%s %s' is not simulated (the schema has it; the simulator has no handler for it)", ep.Method, ep.Path)
 	}
 	req := &request{sim: s, ep: ep, method: ep.Method, path: apiPath, args: wire, who: who, now: now}
 	data, herr := h(req)
 	if herr != nil {
 		var ae *apiError
 		if errors.As(herr, &ae) {
-			return 0, result{}, ae
+			return result{}, ae
 		}
-		return 0, result{}, fail("%v", herr)
+		return result{}, fail("%v", herr)
 	}
 	s.log.Debug("sim: request", "method", ep.Method, "path", apiPath, "token", who.tokenid)
 	if res, ok := data.(result); ok {
-		return 200, res, nil
+		return res, nil
 	}
-	return 200, result{data: data}, nil
+	return result{data: data}, nil
 }
 
 // readArgs gathers the call's parameters: the query for GET and DELETE, a
@@ -341,8 +347,9 @@ func (t Token) Header() string { return "PVEAPIToken=" + t.ID + "=" + t.Secret }
 
 // Tokens lists the tokens of the default setup: root@pam!sim (not
 // privilege-separated, everything) and mcp@pve!read-only, !operator, !admin
-// and !root, privilege-separated, granted PVEAuditor; PVEVMUser and
-// PVEDatastoreUser; PVEAdmin; Administrator, on /.
+// and !root, privilege-separated, granted on / the roles PVEAuditor;
+// PMCPOperator (guest power, console, backup and snapshots, and audit);
+// PVEAdmin; Administrator.
 func (s *Sim) Tokens() []Token {
 	s.mu.Lock()
 	defer s.mu.Unlock()
