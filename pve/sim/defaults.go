@@ -134,6 +134,7 @@ func lxcConf(st *state, hostname string, cores int, memMiB int, disk string, now
 		"rootfs":       "local-lvm:vm-VMID-disk-0,size=" + disk,
 		"net0":         "name=eth0,bridge=vmbr0,firewall=1,hwaddr=" + st.macAddress() + ",ip=dhcp,type=veth",
 		"features":     "nesting=1",
+		"tags":         "infra",
 		"unprivileged": "1",
 		"onboot":       "1",
 	}

@@ -105,25 +105,43 @@ func (s *Sim) guestList(kind string) handler {
 				continue
 			}
 			e := s.guestSummary(g, r)
+			delete(e, "template") // the node lists name it only for templates
+			if g.template() {
+				e["template"] = 1
+			}
 			if kind == "lxc" {
 				e["vmid"] = strconv.Itoa(g.vmid) // PVE lists container IDs as strings
 				e["type"] = "lxc"
 				swap, _ := strconv.ParseInt(g.conf["swap"], 10, 64)
 				e["maxswap"] = swap << 20
 				e["swap"] = 0
-			} else {
-				delete(e, "template")
-				if g.template() {
-					e["template"] = 1
-				}
-				if g.status == "running" {
-					e["qmpstatus"] = qmpStatus(g)
-				}
+			} else if g.status == "running" {
+				e["qmpstatus"] = qmpStatus(g)
 			}
 			list = append(list, e)
 		}
 		return list, nil
 	}
+}
+
+// blockStats has the fields QEMU's query-blockstats gives per disk.
+func blockStats(up int64, cdrom bool) map[string]any {
+	rd, wr := up*4096, up*2048
+	if cdrom {
+		rd, wr = 344348, 0
+	}
+	st := map[string]any{
+		"rd_bytes": rd, "wr_bytes": wr, "rd_operations": rd / 4096, "wr_operations": wr / 4096, "flush_operations": up / 10,
+		"rd_total_time_ns": up * 45000, "wr_total_time_ns": up * 90000, "flush_total_time_ns": up * 20000,
+		"rd_merged": 0, "wr_merged": 0, "unmap_operations": up / 600, "unmap_bytes": up * 1024, "unmap_merged": 0,
+		"unmap_total_time_ns": up * 100, "wr_highest_offset": wr / 2, "idle_time_ns": 4427685914,
+		"account_failed": true, "account_invalid": true, "timed_stats": []any{},
+	}
+	for _, k := range []string{"failed_rd_operations", "failed_wr_operations", "failed_flush_operations", "failed_unmap_operations",
+		"invalid_rd_operations", "invalid_wr_operations", "invalid_flush_operations", "invalid_unmap_operations"} {
+		st[k] = 0
+	}
+	return st
 }
 
 func qmpStatus(g *guest) string {
@@ -139,11 +157,11 @@ func qmpStatus(g *guest) string {
 // configTypes reads the JSON types of a guest config's keys from the
 // schema's GET …/config return schema, so numbers and strings come back as
 // PVE sends them ("memory": "2048" for QEMU, 2048 for LXC).
-func (s *Sim) configTypes(kind string) map[string]string {
-	types := map[string]string{}
+func (s *Sim) configTypes(kind string) (exact, indexed map[string]string) {
+	exact, indexed = map[string]string{}, map[string]string{}
 	ep := s.reg.Lookup("GET", "/nodes/{node}/"+kind+"/{vmid}/config")
 	if ep == nil || len(ep.Returns) == 0 {
-		return types
+		return exact, indexed
 	}
 	var ret struct {
 		Properties map[string]struct {
@@ -152,20 +170,24 @@ func (s *Sim) configTypes(kind string) map[string]string {
 	}
 	if json.Unmarshal(ep.Returns, &ret) == nil {
 		for k, v := range ret.Properties {
-			types[strings.TrimSuffix(k, "[n]")] = v.Type
+			if prefix, ok := strings.CutSuffix(k, "[n]"); ok {
+				indexed[prefix] = v.Type
+			} else {
+				exact[k] = v.Type
+			}
 		}
 	}
-	return types
+	return exact, indexed
 }
 
 // typed converts config values to PVE's JSON types.
 func (s *Sim) typed(kind string, conf map[string]string) map[string]any {
-	types := s.configTypes(kind)
+	exact, indexed := s.configTypes(kind)
 	out := make(map[string]any, len(conf))
 	for k, v := range conf {
-		t := types[k]
-		if t == "" {
-			t = types[strings.TrimRight(k, "0123456789")]
+		t, ok := exact[k]
+		if !ok {
+			t = indexed[strings.TrimRight(k, "0123456789")]
 		}
 		switch t {
 		case "integer", "boolean":
@@ -533,10 +555,32 @@ func (s *Sim) guestCurrent(kind string) handler {
 			e["qmpstatus"] = qmpStatus(g)
 			e["agent"] = boolInt(g.conf["agent"] == "1")
 			if g.status == "running" {
+				mem := g.memoryMiB() << 20
+				up := int64(r.now.Sub(g.startedAt).Seconds())
 				e["running-machine"] = "pc-i440fx-9.2+pve1"
 				e["running-qemu"] = "9.2.0"
-				e["balloon"] = g.memoryMiB() << 20
-				e["freemem"] = int64(float64(g.memoryMiB()<<20) * 0.4)
+				e["balloon"] = mem
+				e["freemem"] = mem * 4 / 10
+				e["shares"] = 1000
+				e["spice"] = 0
+				e["ballooninfo"] = map[string]any{"actual": mem, "max_mem": mem, "total_mem": mem - 80<<20, "free_mem": mem * 4 / 10,
+					"major_page_faults": 1811, "minor_page_faults": 3803793, "mem_swapped_in": 0, "mem_swapped_out": 0, "last_update": r.now.Unix()}
+				blocks := map[string]any{}
+				for k, v := range g.conf {
+					if isDiskKey("qemu", k) {
+						blocks[k] = blockStats(up, isCDROM(v))
+					}
+				}
+				e["blockstat"] = blocks
+				nics := map[string]any{}
+				for k := range g.conf {
+					if isIndexed(k, "net") {
+						nics[fmt.Sprintf("tap%di%s", g.vmid, strings.TrimPrefix(k, "net"))] = map[string]any{"netin": up * 1517, "netout": up * 403}
+					}
+				}
+				e["nics"] = nics
+				e["proxmox-support"] = map[string]any{"backup-max-workers": true, "pbs-dirty-bitmap": true, "pbs-dirty-bitmap-migration": true,
+					"pbs-dirty-bitmap-savevm": true, "pbs-masterkey": true, "query-bitmap-info": true, "pbs-library-version": "1.5.1 (UNKNOWN)"}
 			}
 		} else {
 			e["type"] = "lxc"
