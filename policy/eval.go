@@ -1,0 +1,120 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// DefaultTimeout bounds one evaluation.
+const DefaultTimeout = 100 * time.Millisecond
+
+// Decide evaluates the policy for one call. It never fails: an error, a
+// timeout, an undefined or malformed decision is a deny whose reason says
+// what went wrong. The protected-repository guard is applied after the
+// policy, so no policy can allow what the guard protects.
+func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration) Decision {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	val, err := in.Value()
+	if err != nil {
+		return denyf(c.Name, c.Digest, "policy %s: %v", c.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rs, err := c.decide.Eval(ctx, rego.EvalParsedInput(val))
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return denyf(c.Name, c.Digest, "policy %s did not decide within %s", c.Name, timeout)
+		}
+		return denyf(c.Name, c.Digest, "policy %s failed: %s", c.Name, oneLine(err.Error()))
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return denyf(c.Name, c.Digest, "policy %s gave no decision for %s %s (undefined)", c.Name, in.Method, in.Path)
+	}
+	v, err := ast.InterfaceToValue(rs[0].Expressions[0].Value)
+	if err != nil {
+		return denyf(c.Name, c.Digest, "policy %s: decision: %v", c.Name, err)
+	}
+	d, err := parseDecision(v)
+	if err != nil {
+		return denyf(c.Name, c.Digest, "policy %s gave an invalid decision: %v", c.Name, err)
+	}
+	d.Policy, d.Digest = c.Name, c.Digest
+	return applyGuard(d, in)
+}
+
+// applyGuard enforces the protected-repository guard over any policy: a
+// call that is not a read needs the guard to have run, and a call the
+// guard flags is denied unless the policy asked for break-glass.
+func applyGuard(d Decision, in *Input) Decision {
+	if in.Risk == schema.RiskRead || d.Effect == Deny {
+		return d
+	}
+	if !in.Guard.Evaluated {
+		return denyf(d.Policy, d.Digest, "the protected-repository guard did not run for this call, so no change is allowed")
+	}
+	if len(in.Guard.Hits) > 0 && d.Effect != Breakglass {
+		vals := make([]string, len(in.Guard.Hits))
+		for i, h := range in.Guard.Hits {
+			vals[i] = h.Value
+		}
+		return denyf(d.Policy, d.Digest, "the call touches the protected repository (%s); only break-glass can change it, and policy %s did not ask for it",
+			strings.Join(vals, ", "), d.Policy)
+	}
+	return d
+}
+
+// Visible reports whether some call of ep by p could get a decision other
+// than deny. The policy is partially evaluated once for each risk class a
+// call of ep can have, with the call's path, parameters, targets and time
+// unknown and a guard that found nothing; if any evaluation leaves a query
+// that can hold, the tool is visible. A visible tool may still be denied
+// for a given call; a tool that is not visible is denied for every call.
+func (c *Compiled) Visible(ctx context.Context, ep *schema.Endpoint, p Principal) (bool, error) {
+	for _, risk := range callRisks(ep) {
+		in := Input{Principal: p, Tool: ep.Tool, Method: ep.Method, Path: ep.Path, Risk: risk,
+			Endpoint: EndpointFacts{Risk: ep.Risk, ExposeCredentials: ep.ExposeCredentials, Download: ep.DownloadAllowed},
+			Guard:    Guard{Evaluated: true}}
+		full, err := in.Value()
+		if err != nil {
+			return false, err
+		}
+		obj := full.(ast.Object)
+		partial := ast.NewObject()
+		for _, k := range []string{"principal", "tool", "method", "path", "risk", "endpoint", "guard"} {
+			partial.Insert(ast.StringTerm(k), obj.Get(ast.StringTerm(k)))
+		}
+		pq, err := c.visible.Partial(ctx, rego.EvalParsedInput(partial))
+		if err != nil {
+			return false, fmt.Errorf("policy %s: visibility of %s: %w", c.Name, ep.Tool, err)
+		}
+		if len(pq.Queries) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// callRisks lists the classes a call of ep can have: without the
+// parameters that raise it, and with each of them.
+func callRisks(ep *schema.Endpoint) []schema.Risk {
+	risks := []schema.Risk{ep.CallRisk(nil)}
+	for _, c := range ep.RiskConditions() {
+		if !slices.Contains(risks, c.Risk) {
+			risks = append(risks, c.Risk)
+		}
+	}
+	return risks
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

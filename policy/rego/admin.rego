@@ -1,0 +1,32 @@
+# admin: every API call, except host shells and root-only escapes (host
+# consoles, /nodes/{node}/execute, the QEMU monitor, host scripts and host
+# paths), and without break-glass: a call the protected-repository guard
+# flags is denied.
+#
+# The rules are mutually exclusive rather than an else chain: tool
+# visibility partially evaluates them, and separate rules let it prove
+# that a tool is never allowed.
+package proxmox_mcp.profiles.admin
+
+import data.proxmox_mcp.lib
+
+decision := lib.deny("admin keys may not open a host shell or run commands as root on the host") if {
+	lib.is_host_root
+}
+
+decision := lib.deny(concat("", [lib.guard_reason, "; admin keys cannot request break-glass"])) if {
+	not lib.is_host_root
+	lib.guard_hit
+}
+
+decision := lib.deny("admin keys may not make the host run scripts or write host paths (hookscript, script, dumpdir, tmpdir)") if {
+	not lib.is_host_root
+	not lib.guard_hit
+	lib.sets_host_path
+}
+
+decision := lib.allow("admin keys may make any API call") if {
+	not lib.is_host_root
+	not lib.guard_hit
+	not lib.sets_host_path
+}

@@ -1,0 +1,55 @@
+package proxmox_mcp.profiles.operator_test
+
+import data.proxmox_mcp.profiles.operator
+
+no_guard := {"evaluated": true, "hits": []}
+
+call(method, path, risk) := {
+	"method": method, "path": path, "risk": risk, "params": {},
+	"endpoint": {"expose_credentials": false}, "guard": no_guard,
+}
+
+test_reads_are_allowed if {
+	operator.decision.effect == "allow" with input as call("GET", "/nodes/{node}/qemu/{vmid}/status/current", "read")
+}
+
+test_gentle_power_actions_are_allowed if {
+	every a in ["start", "shutdown", "reboot", "suspend", "resume"] {
+		operator.decision.effect == "allow" with input as call("POST", concat("", ["/nodes/{node}/qemu/{vmid}/status/", a]), "write")
+	}
+	operator.decision.effect == "allow" with input as call("POST", "/nodes/{node}/lxc/{vmid}/status/start", "write")
+}
+
+test_hard_stop_and_reset_need_confirmation if {
+	d := operator.decision with input as call("POST", "/nodes/{node}/qemu/{vmid}/status/stop", "destructive")
+	d.effect == "confirm"
+	d.obligations == [{"type": "confirm", "approver": "self"}]
+	operator.decision.effect == "confirm" with input as call("POST", "/nodes/{node}/qemu/{vmid}/status/reset", "destructive")
+}
+
+test_snapshots_and_backups if {
+	operator.decision.effect == "allow" with input as call("POST", "/nodes/{node}/qemu/{vmid}/snapshot", "write")
+	operator.decision.effect == "confirm" with input as call("POST", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback", "destructive")
+	operator.decision.effect == "confirm" with input as call("DELETE", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", "destructive")
+	operator.decision.effect == "allow" with input as call("POST", "/nodes/{node}/vzdump", "write")
+}
+
+test_vzdump_hook_script_is_denied if {
+	req := object.union(call("POST", "/nodes/{node}/vzdump", "write"), {"params": {"script": "/root/x.sh"}})
+	d := operator.decision with input as req
+	d.effect == "deny"
+	contains(d.reasons[0], "host paths")
+}
+
+test_other_changes_are_denied if {
+	operator.decision.effect == "deny" with input as call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write")
+	operator.decision.effect == "deny" with input as call("DELETE", "/nodes/{node}/qemu/{vmid}", "destructive")
+	operator.decision.effect == "deny" with input as call("POST", "/nodes/{node}/qemu/{vmid}/vncproxy", "write")
+}
+
+test_guard_hit_denies_power_actions if {
+	req := object.union(call("POST", "/nodes/{node}/qemu/{vmid}/status/start", "write"), {"guard": {"evaluated": true, "hits": [{"kind": "device", "value": "/dev/pve/model-repo", "param": "scsi1"}]}})
+	d := operator.decision with input as req
+	d.effect == "deny"
+	contains(d.reasons[0], "/dev/pve/model-repo")
+}

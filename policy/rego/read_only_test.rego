@@ -1,0 +1,46 @@
+package proxmox_mcp.profiles.read_only_test
+
+import data.proxmox_mcp.profiles.read_only
+
+no_guard := {"evaluated": true, "hits": []}
+
+call(method, path, risk) := {
+	"method": method, "path": path, "risk": risk, "params": {},
+	"endpoint": {"expose_credentials": false}, "guard": no_guard,
+}
+
+test_reads_are_allowed if {
+	read_only.decision.effect == "allow" with input as call("GET", "/nodes/{node}/qemu", "read")
+	read_only.decision.effect == "allow" with input as call("GET", "/cluster/resources", "read")
+}
+
+test_writes_are_denied if {
+	d := read_only.decision with input as call("POST", "/nodes/{node}/qemu/{vmid}/status/start", "write")
+	d.effect == "deny"
+	d.reasons == ["read-only keys may only read; this call changes state"]
+	read_only.decision.effect == "deny" with input as call("DELETE", "/nodes/{node}/qemu/{vmid}", "destructive")
+}
+
+test_secret_reads_are_denied if {
+	every path in [
+		"/nodes/{node}/qemu/{vmid}/vncwebsocket",
+		"/nodes/{node}/qemu/{vmid}/agent/file-read",
+		"/nodes/{node}/qemu/{vmid}/cloudinit/dump",
+		"/nodes/{node}/storage/{storage}/file-restore/download",
+		"/cluster/acme/plugins/{id}",
+		"/nodes/{node}/vncwebsocket",
+	] {
+		read_only.decision.effect == "deny" with input as call("GET", path, "read")
+	}
+}
+
+test_expose_credentials_is_denied if {
+	req := object.union(call("GET", "/cluster/metrics/export", "read"), {"endpoint": {"expose_credentials": true}})
+	d := read_only.decision with input as req
+	d.effect == "deny"
+	contains(d.reasons[0], "secrets")
+}
+
+test_a_risk_read_claim_on_a_ticket_endpoint_is_denied if {
+	read_only.decision.effect == "deny" with input as call("POST", "/access/ticket", "read")
+}
