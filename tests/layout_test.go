@@ -114,11 +114,17 @@ func TestDependencyDirection(t *testing.T) {
 			if !ok {
 				continue
 			}
-			if to >= from && !strings.HasPrefix(imp, p.ImportPath) {
+			if to >= from && topLevel(imp) != topLevel(p.ImportPath) {
 				t.Errorf("%s (layer %d) imports %s (layer %d): dependencies must point down", p.ImportPath, from, imp, to)
 			}
 		}
 	}
+}
+
+// topLevel is the module's top-level directory a package lives in.
+func topLevel(path string) string {
+	top, _, _ := strings.Cut(strings.TrimPrefix(path, module+"/"), "/")
+	return top
 }
 
 // Every package says what it owns.

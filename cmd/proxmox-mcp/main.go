@@ -3,24 +3,31 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// cli carries the output streams of one invocation.
+// cli carries the context and output streams of one invocation.
 type cli struct {
+	ctx            context.Context
 	stdout, stderr io.Writer
 }
 
@@ -38,6 +45,7 @@ func commands() map[string]command {
 	}
 	for _, set := range []map[string]command{
 		schemaCommands(),
+		simCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd
@@ -56,8 +64,8 @@ func (e usageError) Unwrap() error { return errUsage }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	c := &cli{stdout: stdout, stderr: stderr}
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr}
 	cmds := commands()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		c.usage(cmds)
