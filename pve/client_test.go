@@ -60,7 +60,7 @@ func rawReply(w http.ResponseWriter, status int, reason, contentType string, bod
 }
 
 // server starts a TLS test server and a client that trusts it.
-func server(t *testing.T, h http.HandlerFunc, mod ...func(*pve.Config)) (*pve.Client, *httptest.Server) {
+func server(t testing.TB, h http.HandlerFunc, mod ...func(*pve.Config)) (*pve.Client, *httptest.Server) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	srv.EnableHTTP2 = false

@@ -53,6 +53,7 @@ type Sim struct {
 	faults faultSet
 
 	requests atomic.Int64
+	gzPool   sync.Pool // *gzip.Writer
 }
 
 // Requests counts the HTTP requests served so far.
@@ -133,7 +134,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr)
 		return
 	}
-	writeData(w, r, body)
+	writeData(w, r, body, &s.gzPool)
 }
 
 // serve authenticates, routes, validates, checks permissions and runs the

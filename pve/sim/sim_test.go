@@ -529,3 +529,51 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("runs differ: %s %s %s / %s %s %s", a1, b1, c1, a2, b2, c2)
 	}
 }
+
+// Pending values on a running VM: revert drops them, a delete of a
+// non-hotpluggable option waits too, and POST …/config applies as a task.
+func TestPendingRevertAndAsyncConfig(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("mcp@pve!admin")
+	if _, err := c.Do(ctx, "PUT", "/nodes/pve1/qemu/100/config", url.Values{"cores": {"4"}, "cpu": {"host"}, "delete": {"numa"}}); err != nil {
+		t.Fatal(err)
+	}
+	pending := map[string]map[string]any{}
+	for _, p := range getList(t, c, "/nodes/pve1/qemu/100/pending", nil) {
+		pending[p["key"].(string)] = p
+	}
+	if pending["cores"]["pending"] != "4" || pending["cpu"]["pending"] != "host" || pending["numa"]["delete"] != float64(1) {
+		t.Fatalf("pending %v", pending)
+	}
+	if _, err := c.Do(ctx, "PUT", "/nodes/pve1/qemu/100/config", url.Values{"revert": {"cores,numa"}}); err != nil {
+		t.Fatal(err)
+	}
+	conf := getMap(t, c, "/nodes/pve1/qemu/100/config", nil)
+	if conf["cores"] != float64(2) || conf["cpu"] != "host" || conf["numa"] != float64(0) {
+		t.Errorf("after revert: cores %v cpu %v numa %v", conf["cores"], conf["cpu"], conf["numa"])
+	}
+	if _, err := c.Do(ctx, "PUT", "/nodes/pve1/qemu/100/config", url.Values{"cores": {"4"}, "revert": {"cores"}}); !errors.Is(err, pve.ErrParameter) {
+		t.Errorf("change and revert together: %v", err)
+	}
+	// A stop applies what is pending.
+	e.finish(c, post(t, c, "/nodes/pve1/qemu/100/status/stop", nil))
+	for _, p := range getList(t, c, "/nodes/pve1/qemu/100/pending", nil) {
+		if p["pending"] != nil || p["delete"] != nil {
+			t.Errorf("still pending after the stop: %v", p)
+		}
+	}
+	if cur := getMap(t, c, "/nodes/pve1/qemu/100/config", url.Values{"current": {"1"}}); cur["cpu"] != "host" {
+		t.Errorf("the stop did not apply the pending cpu: %v", cur["cpu"])
+	}
+	// The asynchronous variant changes the config when its task ends.
+	upid := post(t, c, "/nodes/pve1/qemu/100/config", url.Values{"memory": {"8192"}})
+	if getMap(t, c, "/nodes/pve1/qemu/100/config", nil)["memory"] != "4096" {
+		t.Error("POST config applied before its task ended")
+	}
+	if st := e.finish(c, upid); st.Type != "qmconfig" || st.ExitStatus != "OK" {
+		t.Fatalf("qmconfig task %+v", st)
+	}
+	if m := getMap(t, c, "/nodes/pve1/qemu/100/config", nil)["memory"]; m != "8192" {
+		t.Errorf("memory after the task %v", m)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -62,8 +63,9 @@ func commonHeaders(h http.Header) {
 }
 
 // writeData sends {"data": …} (with "total" when set), gzip-compressed when
-// the client accepts it and the body is over 1 KiB, as pveproxy does.
-func writeData(w http.ResponseWriter, r *http.Request, res result) {
+// the client accepts it and the body is over 1 KiB, as pveproxy does. A
+// gzip writer holds hundreds of KiB of tables, so writers are pooled.
+func writeData(w http.ResponseWriter, r *http.Request, res result, gzPool *sync.Pool) {
 	env := map[string]any{"data": res.data}
 	if res.total != nil {
 		env["total"] = *res.total
@@ -78,9 +80,15 @@ func writeData(w http.ResponseWriter, r *http.Request, res result) {
 	h.Set("Content-Type", jsonType)
 	if len(body) > 1024 && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
+		zw, _ := gzPool.Get().(*gzip.Writer)
+		if zw == nil {
+			zw = gzip.NewWriter(&buf)
+		} else {
+			zw.Reset(&buf)
+		}
 		zw.Write(body) //nolint:errcheck // writes to memory
 		zw.Close()
+		gzPool.Put(zw)
 		body = buf.Bytes()
 		h.Set("Content-Encoding", "gzip")
 		h.Set("Vary", "Accept-Encoding")
