@@ -140,6 +140,7 @@ func parseModules(mods []Module) ([]*ast.Module, error) {
 // compile prepares the decision query of pkg over mods (which must include
 // the library and profiles).
 func compile(ctx context.Context, name, digest, pkg string, mods []Module) (*Compiled, error) {
+	ast.InternStringTerm(inputKeys()...)
 	parsed, err := parseModules(mods)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))

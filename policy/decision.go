@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/open-policy-agent/opa/v1/ast"
+	"encoding/json"
 )
 
 // Effect is what the decision lets the call do.
@@ -63,68 +63,52 @@ func denyf(policy, digest, format string, args ...any) Decision {
 	return Decision{Effect: Deny, Reasons: []string{fmt.Sprintf(format, args...)}, Obligations: []Obligation{}, Policy: policy, Digest: digest}
 }
 
-// parseDecision checks the object a policy returned. Anything unexpected
-// is an error, which the engine turns into a deny.
-func parseDecision(v ast.Value) (Decision, error) {
-	obj, ok := v.(ast.Object)
+// parseDecision checks the object a policy returned (as the rego package
+// hands it over: JSON-like Go values). Anything unexpected is an error,
+// which the engine turns into a deny.
+func parseDecision(v any) (Decision, error) {
+	obj, ok := v.(map[string]any)
 	if !ok {
-		return Decision{}, fmt.Errorf("decision is a %s, want an object {effect, reasons, obligations}", ast.ValueName(v))
+		return Decision{}, fmt.Errorf("decision is %s, want an object {effect, reasons, obligations}", kind(v))
 	}
 	var d Decision
-	var bad error
-	obj.Foreach(func(k, val *ast.Term) {
-		if bad != nil {
-			return
-		}
-		key, ok := k.Value.(ast.String)
-		if !ok {
-			bad = fmt.Errorf("decision has a non-string key %v", k)
-			return
-		}
-		switch string(key) {
+	for key, val := range obj {
+		switch key {
 		case "effect":
-			s, ok := val.Value.(ast.String)
+			s, ok := val.(string)
 			if !ok || !Effect(s).valid() {
-				bad = fmt.Errorf("decision.effect %v is not one of allow, deny, confirm, dry_run, breakglass", val)
-				return
+				return Decision{}, fmt.Errorf("decision.effect %v is not one of allow, deny, confirm, dry_run, breakglass", jsonish(val))
 			}
 			d.Effect = Effect(s)
 		case "reasons":
-			arr, ok := val.Value.(*ast.Array)
+			arr, ok := val.([]any)
 			if !ok {
-				bad = fmt.Errorf("decision.reasons must be an array of strings")
-				return
+				return Decision{}, fmt.Errorf("decision.reasons must be an array of strings")
 			}
-			arr.Foreach(func(t *ast.Term) {
-				if s, ok := t.Value.(ast.String); ok {
-					d.Reasons = append(d.Reasons, string(s))
-				} else if bad == nil {
-					bad = fmt.Errorf("decision.reasons must be an array of strings, not %v", t)
+			d.Reasons = make([]string, 0, len(arr))
+			for _, e := range arr {
+				s, ok := e.(string)
+				if !ok {
+					return Decision{}, fmt.Errorf("decision.reasons must be an array of strings, not %s", jsonish(e))
 				}
-			})
+				d.Reasons = append(d.Reasons, s)
+			}
 		case "obligations":
-			arr, ok := val.Value.(*ast.Array)
+			arr, ok := val.([]any)
 			if !ok {
-				bad = fmt.Errorf("decision.obligations must be an array of objects")
-				return
+				return Decision{}, fmt.Errorf("decision.obligations must be an array of objects")
 			}
-			arr.Foreach(func(t *ast.Term) {
-				if bad != nil {
-					return
-				}
-				o, err := parseObligation(t.Value)
+			d.Obligations = make([]Obligation, 0, len(arr))
+			for _, e := range arr {
+				o, err := parseObligation(e)
 				if err != nil {
-					bad = err
-					return
+					return Decision{}, err
 				}
 				d.Obligations = append(d.Obligations, o)
-			})
+			}
 		default:
-			bad = fmt.Errorf("decision has an unknown field %v (want effect, reasons, obligations)", k)
+			return Decision{}, fmt.Errorf("decision has an unknown field %q (want effect, reasons, obligations)", key)
 		}
-	})
-	if bad != nil {
-		return Decision{}, bad
 	}
 	if d.Effect == "" {
 		return Decision{}, fmt.Errorf("decision.effect is missing")
@@ -145,37 +129,28 @@ func parseDecision(v ast.Value) (Decision, error) {
 	return d, nil
 }
 
-func parseObligation(v ast.Value) (Obligation, error) {
-	obj, ok := v.(ast.Object)
+func parseObligation(v any) (Obligation, error) {
+	obj, ok := v.(map[string]any)
 	if !ok {
-		return Obligation{}, fmt.Errorf("an obligation must be an object, not %v", v)
+		return Obligation{}, fmt.Errorf("an obligation must be an object, not %s", jsonish(v))
 	}
 	var o Obligation
-	var bad error
-	str := func(k, t *ast.Term) string {
-		s, ok := t.Value.(ast.String)
-		if !ok && bad == nil {
-			bad = fmt.Errorf("obligation field %v must be a string", k)
+	for key, val := range obj {
+		if key != "type" && key != "approver" && key != "message" {
+			return Obligation{}, fmt.Errorf("obligation field %q is not known (type, approver, message)", key)
 		}
-		return string(s)
-	}
-	obj.Foreach(func(k, val *ast.Term) {
-		key, _ := k.Value.(ast.String)
-		switch string(key) {
+		s, ok := val.(string)
+		if !ok {
+			return Obligation{}, fmt.Errorf("obligation field %q must be a string", key)
+		}
+		switch key {
 		case "type":
-			o.Type = str(k, val)
+			o.Type = s
 		case "approver":
-			o.Approver = str(k, val)
+			o.Approver = s
 		case "message":
-			o.Message = str(k, val)
-		default:
-			if bad == nil {
-				bad = fmt.Errorf("obligation field %v is not known (type, approver, message)", k)
-			}
+			o.Message = s
 		}
-	})
-	if bad != nil {
-		return Obligation{}, bad
 	}
 	switch o.Type {
 	case "confirm":
@@ -200,4 +175,30 @@ func parseObligation(v ast.Value) (Obligation, error) {
 		return Obligation{}, fmt.Errorf("obligation type %q is not known (confirm, audit_arguments, notify): the daemon cannot honour it", o.Type)
 	}
 	return o, nil
+}
+
+// kind names a JSON value's type.
+func kind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "a number"
+}
+
+// jsonish prints a value as JSON for an error message.
+func jsonish(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }

@@ -41,11 +41,7 @@ func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration)
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return denyf(c.Name, c.Digest, "policy %s gave no decision for %s %s (undefined)", c.Name, in.Method, in.Path)
 	}
-	v, err := ast.InterfaceToValue(rs[0].Expressions[0].Value)
-	if err != nil {
-		return denyf(c.Name, c.Digest, "policy %s: decision: %v", c.Name, err)
-	}
-	d, err := parseDecision(v)
+	d, err := parseDecision(rs[0].Expressions[0].Value)
 	if err != nil {
 		return denyf(c.Name, c.Digest, "policy %s gave an invalid decision: %v", c.Name, err)
 	}

@@ -324,29 +324,32 @@ func sortUniq(s []string) []string {
 // Value converts the input to the Rego value policies see. It is built
 // directly as an AST (no JSON round trip): this is on every call's path.
 func (in *Input) Value() (ast.Value, error) {
-	params, err := ast.InterfaceToValue(orEmpty(in.Params))
-	if err != nil {
-		return nil, fmt.Errorf("policy input: params: %w", err)
+	var params ast.Value = ast.NewObject()
+	if len(in.Params) > 0 {
+		var err error
+		if params, err = ast.InterfaceToValue(in.Params); err != nil {
+			return nil, fmt.Errorf("policy input: params: %w", err)
+		}
 	}
 	p := in.Principal
 	principal := ast.NewObject(
-		item("key_id", ast.String(p.KeyID)),
-		item("name", ast.String(p.Name)),
-		item("profile", ast.String(p.Profile)),
-		item("policy", ast.String(p.Policy)),
-		item("transport", ast.String(p.Transport)),
-		item("source", ast.String(p.Source)),
+		strItem("key_id", p.KeyID),
+		strItem("name", p.Name),
+		strItem("profile", p.Profile),
+		strItem("policy", p.Policy),
+		strItem("transport", p.Transport),
+		strItem("source", p.Source),
 	)
 	if p.Tailnet != nil {
 		principal.Insert(ast.StringTerm("tailnet"), ast.NewTerm(ast.NewObject(
-			item("user", ast.String(p.Tailnet.User)),
-			item("node", ast.String(p.Tailnet.Node)),
+			strItem("user", p.Tailnet.User),
+			strItem("node", p.Tailnet.Node),
 		)))
 	}
 	t := in.Targets
 	vmids := make([]*ast.Term, len(t.VMIDs))
 	for i, v := range t.VMIDs {
-		vmids[i] = ast.IntNumberTerm(v)
+		vmids[i] = ast.InternedTerm(v)
 	}
 	targets := ast.NewObject(
 		item("nodes", strArray(t.Nodes)),
@@ -360,28 +363,28 @@ func (in *Input) Value() (ast.Value, error) {
 	hits := make([]*ast.Term, len(in.Guard.Hits))
 	for i, h := range in.Guard.Hits {
 		hits[i] = ast.NewTerm(ast.NewObject(
-			item("kind", ast.String(h.Kind)),
-			item("value", ast.String(h.Value)),
-			item("param", ast.String(h.Param)),
+			strItem("kind", h.Kind),
+			strItem("value", h.Value),
+			strItem("param", h.Param),
 		))
 	}
 	guard := ast.NewObject(
-		item("evaluated", ast.Boolean(in.Guard.Evaluated)),
+		boolItem("evaluated", in.Guard.Evaluated),
 		item("hits", ast.NewArray(hits...)),
 	)
 	endpoint := ast.NewObject(
-		item("risk", ast.String(in.Endpoint.Risk.String())),
-		item("expose_credentials", ast.Boolean(in.Endpoint.ExposeCredentials)),
-		item("download", ast.Boolean(in.Endpoint.Download)),
+		strItem("risk", in.Endpoint.Risk.String()),
+		boolItem("expose_credentials", in.Endpoint.ExposeCredentials),
+		boolItem("download", in.Endpoint.Download),
 	)
 	return ast.NewObject(
 		item("principal", principal),
-		item("tool", ast.String(in.Tool)),
-		item("method", ast.String(in.Method)),
-		item("path", ast.String(in.Path)),
-		item("concrete_path", ast.String(in.ConcretePath)),
+		strItem("tool", in.Tool),
+		strItem("method", in.Method),
+		strItem("path", in.Path),
+		strItem("concrete_path", in.ConcretePath),
 		item("params", params),
-		item("risk", ast.String(in.Risk.String())),
+		strItem("risk", in.Risk.String()),
 		item("endpoint", endpoint),
 		item("targets", targets),
 		item("guard", guard),
@@ -393,29 +396,42 @@ func (in *Input) Value() (ast.Value, error) {
 func timeValue(t time.Time) ast.Value {
 	name, offset := t.Zone()
 	return ast.NewObject(
-		item("rfc3339", ast.String(t.Format(time.RFC3339))),
+		strItem("rfc3339", t.Format(time.RFC3339)),
 		item("unix", ast.Number(strconv.FormatInt(t.Unix(), 10))),
-		item("weekday", ast.String(t.Weekday().String())),
-		item("hour", ast.Number(strconv.Itoa(t.Hour()))),
-		item("minute", ast.Number(strconv.Itoa(t.Minute()))),
-		item("zone", ast.String(name)),
-		item("utc_offset_seconds", ast.Number(strconv.Itoa(offset))),
+		strItem("weekday", t.Weekday().String()),
+		intItem("hour", t.Hour()),
+		intItem("minute", t.Minute()),
+		strItem("zone", name),
+		intItem("utc_offset_seconds", offset),
 	)
 }
 
-func orEmpty(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
+// inputKeys are the object keys of the input document; compile interns
+// them in OPA's term table so that building an input allocates no key.
+func inputKeys() []string {
+	return []string{
+		"principal", "key_id", "name", "profile", "policy", "transport", "source", "tailnet", "user", "node",
+		"tool", "method", "path", "concrete_path", "params", "risk", "endpoint", "expose_credentials", "download",
+		"targets", "nodes", "vmids", "storages", "pools", "paths", "services", "commands",
+		"guard", "evaluated", "hits", "kind", "value", "param",
+		"time", "rfc3339", "unix", "weekday", "hour", "minute", "zone", "utc_offset_seconds",
+		"read", "write", "destructive", "GET", "POST", "PUT", "DELETE", "loopback", "stdio", "lan",
+		"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
 	}
-	return m
 }
 
-func item(k string, v ast.Value) [2]*ast.Term { return ast.Item(ast.StringTerm(k), ast.NewTerm(v)) }
+func item(k string, v ast.Value) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), ast.NewTerm(v)) }
+
+func strItem(k, v string) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)) }
+
+func boolItem(k string, v bool) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)) }
+
+func intItem(k string, v int) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)) }
 
 func strArray(s []string) ast.Value {
 	terms := make([]*ast.Term, len(s))
 	for i, v := range s {
-		terms[i] = ast.StringTerm(v)
+		terms[i] = ast.InternedTerm(v)
 	}
 	return ast.NewArray(terms...)
 }

@@ -3,14 +3,18 @@
 # paths), and without break-glass: a call the protected-repository guard
 # flags is denied.
 #
-# The rules are mutually exclusive rather than an else chain: tool
-# visibility partially evaluates them, and separate rules let it prove
-# that a tool is never allowed.
+# Decisions are literal objects and the rules are mutually exclusive
+# (instead of an else chain): evaluation stays cheap, and tool visibility,
+# which partially evaluates the rules, can prove a tool is never allowed.
 package proxmox_mcp.profiles.admin
 
 import data.proxmox_mcp.lib
 
-decision := lib.deny("admin keys may not open a host shell or run commands as root on the host") if {
+decision := {
+	"effect": "deny",
+	"reasons": ["admin keys may not open a host shell or run commands as root on the host"],
+	"obligations": [],
+} if {
 	lib.is_host_root
 }
 
@@ -19,13 +23,17 @@ decision := lib.deny(concat("", [lib.guard_reason, "; admin keys cannot request 
 	lib.guard_hit
 }
 
-decision := lib.deny("admin keys may not make the host run scripts or write host paths (hookscript, script, dumpdir, tmpdir)") if {
+decision := {
+	"effect": "deny",
+	"reasons": ["admin keys may not make the host run scripts or write host paths (hookscript, script, dumpdir, tmpdir)"],
+	"obligations": [],
+} if {
 	not lib.is_host_root
 	not lib.guard_hit
 	lib.sets_host_path
 }
 
-decision := lib.allow("admin keys may make any API call") if {
+decision := {"effect": "allow", "reasons": ["admin keys may make any API call"], "obligations": []} if {
 	not lib.is_host_root
 	not lib.guard_hit
 	not lib.sets_host_path

@@ -2,9 +2,9 @@
 # backups; destructive ones (hard stop, reset, rollback, snapshot deletion)
 # need a confirmation.
 #
-# The rules are mutually exclusive rather than an else chain: tool
-# visibility partially evaluates them, and separate rules let it prove
-# that a tool is never allowed.
+# Decisions are literal objects and the rules are mutually exclusive
+# (instead of an else chain): evaluation stays cheap, and tool visibility,
+# which partially evaluates the rules, can prove a tool is never allowed.
 package proxmox_mcp.profiles.operator
 
 import data.proxmox_mcp.lib
@@ -15,42 +15,54 @@ default decision := {
 	"obligations": [],
 }
 
-operator_call if lib.call in lib.guest_power
+operator_call if input.method in lib.guest_power[input.path]
 
-operator_call if lib.call in lib.guest_snapshots
+operator_call if input.method in lib.guest_snapshots[input.path]
 
-operator_call if lib.call in lib.backups
+operator_call if input.method in lib.backups[input.path]
+
+decision := {
+	"effect": "deny",
+	"reasons": ["operator keys may not use endpoints that return secrets, tickets or consoles"],
+	"obligations": [],
+} if {
+	lib.returns_secrets
+}
+
+decision := {"effect": "allow", "reasons": ["operator keys may read"], "obligations": []} if {
+	input.risk == "read"
+	not lib.returns_secrets
+}
 
 decision := lib.deny(lib.guard_reason) if {
 	operator_call
 	lib.guard_hit
 }
 
-decision := lib.deny("operator keys may not use endpoints that return secrets, tickets or consoles") if {
-	lib.returns_secrets
-}
-
-decision := lib.allow("operator keys may read") if {
-	input.risk == "read"
-	not lib.returns_secrets
-}
-
-decision := lib.deny("operator keys may not make the host run scripts or write host paths (hookscript, script, dumpdir, tmpdir)") if {
+decision := {
+	"effect": "deny",
+	"reasons": ["operator keys may not make the host run scripts or write host paths (hookscript, script, dumpdir, tmpdir)"],
+	"obligations": [],
+} if {
 	operator_call
 	not lib.guard_hit
 	lib.sets_host_path
 }
 
-decision := lib.confirm("destructive guest action: confirm it") if {
+decision := {
+	"effect": "confirm",
+	"reasons": ["destructive guest action: confirm it"],
+	"obligations": [{"type": "confirm", "approver": "self"}],
+} if {
 	operator_call
+	input.risk == "destructive"
 	not lib.guard_hit
 	not lib.sets_host_path
-	input.risk == "destructive"
 }
 
-decision := lib.allow("operator keys may power guests, take snapshots and backups") if {
+decision := {"effect": "allow", "reasons": ["operator keys may power guests, take snapshots and backups"], "obligations": []} if {
 	operator_call
+	input.risk == "write"
 	not lib.guard_hit
 	not lib.sets_host_path
-	input.risk == "write"
 }

@@ -1,4 +1,8 @@
 # read-only: reads, except reads that return secrets, tickets or consoles.
+#
+# Decisions are literal objects and the rules are mutually exclusive
+# (instead of an else chain): evaluation stays cheap, and tool visibility,
+# which partially evaluates the rules, can prove a tool is never allowed.
 package proxmox_mcp.profiles.read_only
 
 import data.proxmox_mcp.lib
@@ -9,11 +13,15 @@ default decision := {
 	"obligations": [],
 }
 
-decision := lib.deny("read-only keys may not use endpoints that return secrets, tickets or consoles") if {
+decision := {
+	"effect": "deny",
+	"reasons": ["read-only keys may not use endpoints that return secrets, tickets or consoles"],
+	"obligations": [],
+} if {
 	lib.returns_secrets
 }
 
-decision := lib.allow("read-only keys may read") if {
+decision := {"effect": "allow", "reasons": ["read-only keys may read"], "obligations": []} if {
 	input.risk == "read"
 	not lib.returns_secrets
 }
