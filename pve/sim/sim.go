@@ -137,8 +137,8 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeData(w, r, body, &s.gzPool)
 }
 
-// serve authenticates, routes, validates, checks permissions and runs the
-// handler, all under the lock.
+// serve routes, authenticates, checks permissions, validates and runs the
+// handler, in pveproxy's order, all under the lock.
 func (s *Sim) serve(r *http.Request, apiPath string) (result, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,6 +161,20 @@ func (s *Sim) serve(r *http.Request, apiPath string) (result, *apiError) {
 	if apiErr != nil {
 		return result{}, apiErr
 	}
+	// pveproxy checks permissions with the raw parameters before the
+	// handler validates them: a token without the privilege gets 403 even
+	// for malformed arguments.
+	var perms []byte
+	if ep.Permissions != nil {
+		perms, _ = json.Marshal(ep.Permissions)
+	}
+	flat := make(map[string]string, len(args))
+	for k, v := range args {
+		flat[k] = fmt.Sprint(v)
+	}
+	if apiErr := s.checkPermission(who, perms, flat); apiErr != nil {
+		return result{}, apiErr
+	}
 	wire, verr := ep.Validate(args)
 	if verr != nil {
 		var ve *schema.ValidationError
@@ -168,17 +182,6 @@ func (s *Sim) serve(r *http.Request, apiPath string) (result, *apiError) {
 			return result{}, paramError(ve.Errors)
 		}
 		return result{}, fail("%v", verr)
-	}
-	var perms []byte
-	if ep.Permissions != nil {
-		perms, _ = json.Marshal(ep.Permissions)
-	}
-	flat := map[string]string{}
-	for k, v := range wire {
-		flat[k] = strings.Join(v, ",")
-	}
-	if apiErr := s.checkPermission(who, perms, flat); apiErr != nil {
-		return result{}, apiErr
 	}
 	if n := wire.Get("node"); n != "" && slices.Contains(ep.PathParams, "node") && ep.ProxyTo == "node" {
 		if nd := s.st.node(n); nd == nil {

@@ -577,3 +577,13 @@ func TestPendingRevertAndAsyncConfig(t *testing.T) {
 		t.Errorf("memory after the task %v", m)
 	}
 }
+
+// pveproxy checks permissions before the handler validates parameters.
+func TestPermissionBeforeValidation(t *testing.T) {
+	e := newEnv(t)
+	ro := e.client("mcp@pve!read-only")
+	_, err := ro.Do(ctx, "POST", "/nodes/pve1/qemu/100/status/start", url.Values{"timeout": {"-1"}})
+	if !errors.Is(err, pve.ErrPermission) {
+		t.Errorf("unprivileged call with bad parameters: %v, want 403", err)
+	}
+}
