@@ -31,9 +31,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./schema | tee bench.out
 	$(GO) run $(BENCHSTAT) bench.out
 
-# A short fuzz run of every parser.
+# A short fuzz run of every parser (package:target).
+FUZZ_TARGETS := ./schema:FuzzParse ./schema:FuzzPropertyString ./schema:FuzzMatch ./pve:FuzzParseUPID
 fuzz:
-	for f in FuzzParse FuzzPropertyString FuzzMatch; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./schema || exit 1; done
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== fuzz $$name in $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 clean:
 	rm -rf bin bench.out
