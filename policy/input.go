@@ -80,9 +80,9 @@ type Guard struct {
 
 // GuardHit is one way a call touches the protected repository.
 type GuardHit struct {
-	Kind  string // path, volume, device, storage
-	Value string // what was found, e.g. /mnt/model-repo
-	Param string // the parameter or target it was found in
+	Kind  string `json:"kind"`  // path, volume, device, storage
+	Value string `json:"value"` // what was found, e.g. /mnt/model-repo
+	Param string `json:"param"` // the parameter or target it was found in
 }
 
 // BuildInput assembles the input of a call to ep with the given path
@@ -424,7 +424,9 @@ func item(k string, v ast.Value) [2]*ast.Term { return ast.Item(ast.InternedTerm
 
 func strItem(k, v string) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)) }
 
-func boolItem(k string, v bool) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)) }
+func boolItem(k string, v bool) [2]*ast.Term {
+	return ast.Item(ast.InternedTerm(k), ast.InternedTerm(v))
+}
 
 func intItem(k string, v int) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)) }
 

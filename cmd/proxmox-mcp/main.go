@@ -46,6 +46,8 @@ func commands() map[string]command {
 	for _, set := range []map[string]command{
 		schemaCommands(),
 		simCommands(),
+		keyCommands(),
+		policyCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd
