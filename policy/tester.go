@@ -54,13 +54,20 @@ func RunTests(ctx context.Context, mods []Module, timeout time.Duration) ([]Test
 		WithCapabilities(safeCapabilities()).
 		WithStrict(true).
 		WithEnablePrintStatements(true)
+	store := inmem.New()
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("policy tests: %w", err)
+	}
+	defer store.Abort(ctx, txn)
 	ch, err := tester.NewRunner().
 		SetCompiler(compiler).
-		SetStore(inmem.New()).
+		SetStore(store).
+		SetModules(modules).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
 		SetTimeout(timeout).
-		Run(ctx, modules)
+		RunTests(ctx, txn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
 	}
