@@ -118,8 +118,6 @@ type principal struct {
 	privsep bool
 }
 
-func (p *principal) name() string { return p.tokenid }
-
 // tokenHeader is PVE's header pattern (pve-http-server Formatter.pm).
 var tokenHeader = regexp.MustCompile(`(?:^|\s)PVEAPIToken(?:=| )([^;]*)`)
 

@@ -63,8 +63,8 @@ type aptPackage struct {
 }
 
 type netIface struct {
-	name, typ, method, address, netmask, cidr, gateway, bridgePorts, comments string
-	active, autostart                                                         bool
+	name, typ, method, address, netmask, cidr, gateway, bridgePorts string
+	active, autostart                                               bool
 }
 
 type disk struct {
@@ -106,9 +106,6 @@ type volume struct {
 }
 
 func (st *storage) hasContent(c string) bool { return slices.Contains(st.content, c) }
-
-// enabledOn reports whether the storage exists on a node (all do here).
-func (st *storage) enabledOn(string) bool { return true }
 
 func (st *storage) volumesOn(nodeName string) []*volume {
 	if st.shared {

@@ -1,0 +1,83 @@
+package tools
+
+import (
+	"context"
+	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// Caller is who makes a request: the verified key's principal, what the key
+// is bound to, and the PVE token tier its calls use. The transport that
+// authenticated the request puts it in the context.
+type Caller struct {
+	Principal policy.Principal
+	Binding   policy.Binding
+	Tier      Tier
+}
+
+type callerKey struct{}
+
+// WithCaller returns a context carrying the caller.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller of a request; a request without one sees
+// no tools and can call none.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// AuditCall describes a call for the journal.
+type AuditCall struct {
+	Time         time.Time
+	Principal    policy.Principal
+	Tool         string // the MCP tool the caller used
+	Endpoint     string // the endpoint's tool name, when the call resolved to one
+	Method       string
+	Path         string // the template
+	ConcretePath string
+	// Args are the caller's arguments; the journal redacts secrets.
+	Args     map[string]any
+	Risk     schema.Risk
+	Decision policy.Decision
+	// PriorDigest and PriorConfig are the configuration a config edit was
+	// planned against.
+	PriorDigest string
+	PriorConfig map[string]any
+}
+
+// Outcomes of a call.
+const (
+	OutcomeOK          = "ok"
+	OutcomeError       = "error"       // PVE or the daemon refused; nothing changed
+	OutcomeDenied      = "denied"      // the policy or a switch refused
+	OutcomeUncertain   = "uncertain"   // a write was sent and its answer lost
+	OutcomeDryRun      = "dry_run"     // validated and decided, not sent
+	OutcomeConfirm     = "confirm"     // waiting for a confirmation
+	OutcomeInvalid     = "invalid"     // arguments refused before any decision
+	OutcomeTaskFailed  = "task_failed" // the call was accepted, its task failed
+	OutcomeTaskRunning = "task_running"
+)
+
+// AuditOutcome is how a call ended.
+type AuditOutcome struct {
+	Outcome  string
+	Error    string
+	Status   int // PVE's HTTP status, when it answered
+	Duration time.Duration
+	UPID     string
+	JobID    string
+}
+
+// Auditor is the journal as the tools use it. Intent is written before a
+// write is sent (a failure stops the call); Receipt closes it; Record
+// writes reads, refusals and everything else in one row.
+type Auditor interface {
+	Intent(ctx context.Context, call AuditCall) (callID string, err error)
+	Receipt(ctx context.Context, callID string, out AuditOutcome) error
+	Record(ctx context.Context, call AuditCall, out AuditOutcome) error
+}

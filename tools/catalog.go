@@ -1,0 +1,309 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// Names of the tools that are not one endpoint each.
+const (
+	ToolSearch       = "proxmox_api_search"
+	ToolDescribe     = "proxmox_api_describe"
+	ToolCall         = "proxmox_api_call"
+	ToolSchemaStatus = "proxmox_schema_status"
+	ToolTaskWait     = "proxmox_task_wait"
+	ToolResources    = "proxmox_cluster_resources"
+	ToolGuestStatus  = "proxmox_guest_status"
+	ToolGuestPower   = "proxmox_guest_power"
+)
+
+// hints are the four MCP annotations, always set explicitly (mcp-go's
+// defaults claim every tool is destructive and not read-only).
+type hints struct{ readOnly, destructive, idempotent, openWorld bool }
+
+func annotate(title string, h hints) mcp.ToolOption {
+	b := func(v bool) *bool { return &v }
+	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
+		Title:           title,
+		ReadOnlyHint:    b(h.readOnly),
+		DestructiveHint: b(h.destructive),
+		IdempotentHint:  b(h.idempotent),
+		OpenWorldHint:   b(h.openWorld),
+	})
+}
+
+// endpointHints derives the annotations of an endpoint from its risk class
+// and method: reads are read-only and idempotent, PUT and DELETE are
+// idempotent, destructive ones say so, and only the endpoints that fetch
+// from outside the cluster (URLs, registries) are open-world.
+func endpointHints(ep *schema.Endpoint) hints {
+	return hints{
+		readOnly:    ep.Risk == schema.RiskRead,
+		destructive: ep.Risk == schema.RiskDestructive,
+		idempotent:  ep.Method != "POST",
+		openWorld:   reachesOutside(ep.Path),
+	}
+}
+
+func reachesOutside(path string) bool {
+	for _, s := range []string{"/download-url", "/oci-registry-pull", "/query-url-metadata", "/query-oci-repo-tags"} {
+		if strings.HasSuffix(path, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// catalog builds the tool set of the mode for a registry.
+func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
+	search := server.ServerTool{Tool: searchTool(), Handler: s.handleSearch}
+	call := server.ServerTool{Tool: callTool(), Handler: s.handleCall}
+	if s.opts.Mode == ModeSearch {
+		return []server.ServerTool{search, call}
+	}
+	list := []server.ServerTool{
+		search, call,
+		{Tool: describeTool(), Handler: s.handleDescribe},
+		{Tool: schemaStatusTool(), Handler: s.handleSchemaStatus},
+		{Tool: taskWaitTool(), Handler: s.handleTaskWait},
+		{Tool: resourcesTool(), Handler: s.handleResources},
+		{Tool: guestStatusTool(), Handler: s.handleGuestStatus},
+		{Tool: guestPowerTool(), Handler: s.handleGuestPower},
+	}
+	if s.opts.Mode == ModeExpanded {
+		for _, ep := range reg.Endpoints() {
+			list = append(list, server.ServerTool{Tool: endpointTool(ep), Handler: s.handleEndpoint})
+		}
+	}
+	return list
+}
+
+// toolVisible decides whether a caller sees a tool: endpoint tools when
+// their endpoint is visible, curated tools when an endpoint they use is,
+// and the generic tools always (they answer only about visible endpoints).
+func (s *Server) toolVisible(name string, v visibility) bool {
+	switch name {
+	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait:
+		return true
+	case ToolResources:
+		return v["get_cluster_resources"] != nil
+	case ToolGuestStatus:
+		return v["get_cluster_resources"] != nil && (v["get_nodes_qemu_status_current"] != nil || v["get_nodes_lxc_status_current"] != nil)
+	case ToolGuestPower:
+		if v["get_cluster_resources"] == nil {
+			return false
+		}
+		for _, kind := range []string{"qemu", "lxc"} {
+			for _, a := range powerActions {
+				if v["post_nodes_"+kind+"_status_"+a] != nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return v[name] != nil
+}
+
+var powerActions = []string{"start", "stop", "shutdown", "reboot", "suspend", "resume", "reset"}
+
+// Shaping arguments every calling tool takes.
+func shapeProperties(prefix string) map[string]any {
+	return map[string]any{
+		prefix + "fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
+			"description": "Keep only these keys of each object in the answer."},
+		prefix + "omit": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
+			"description": "Drop these keys from each object in the answer."},
+		prefix + "limit": map[string]any{"type": "integer", "minimum": 1, "maximum": 5000,
+			"description": "Most list items to return (default 200)."},
+		prefix + "offset": map[string]any{"type": "integer", "minimum": 0,
+			"description": "List items to skip; a truncated answer gives next_offset."},
+		prefix + "wait": map[string]any{"type": "integer", "minimum": 0, "maximum": 600,
+			"description": "Seconds to wait for a task the call starts, with progress notifications; 0 returns the UPID at once."},
+		prefix + "confirm": map[string]any{"type": "string",
+			"description": "The confirmation token a previous answer gave, when the policy asks for confirmation."},
+		prefix + "dry_run": map[string]any{"type": "boolean",
+			"description": "Validate and decide, but send nothing."},
+	}
+}
+
+// rawSchema sets the input schema as JSON (and drops the default struct
+// schema mcp.NewTool starts with; mcp-go refuses both at once).
+func rawSchema(v map[string]any) mcp.ToolOption {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("tools: schema: %v", err))
+	}
+	return func(t *mcp.Tool) {
+		t.InputSchema = mcp.ToolInputSchema{}
+		t.RawInputSchema = b
+	}
+}
+
+func searchTool() mcp.Tool {
+	return mcp.NewTool(ToolSearch,
+		mcp.WithDescription("Search the Proxmox VE API for endpoints your key may use, ranked by relevance. Returns tool name, method, path template, risk and summary."),
+		rawSchema(map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"query":    map[string]any{"type": "string", "minLength": 1, "description": "What you want to do, e.g. \"start vm\" or \"snapshot\"."},
+				"method":   map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}, "description": "Only this HTTP method."},
+				"max_risk": map[string]any{"type": "string", "enum": []string{"read", "write", "destructive"}, "description": "Only endpoints up to this risk."},
+				"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": 50, "description": "Most results (default 10)."},
+			},
+			"required":             []string{"query"},
+			"additionalProperties": false,
+		}),
+		annotate("Search the Proxmox API", hints{readOnly: true, idempotent: true}),
+	)
+}
+
+func describeTool() mcp.Tool {
+	return mcp.NewTool(ToolDescribe,
+		mcp.WithDescription("Describe one endpoint: its parameters with types and rules, its return value and the permission PVE checks. Large parameter lists come in pages (offset)."),
+		rawSchema(map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"tool":    map[string]any{"type": "string", "description": "The endpoint's tool name, as search gives it."},
+				"method":  map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}},
+				"path":    map[string]any{"type": "string", "description": "A path template (/nodes/{node}/qemu) or a concrete path."},
+				"section": map[string]any{"type": "string", "enum": []string{"summary", "params", "returns"}, "description": "summary (default), params (all parameters, paged) or returns."},
+				"param":   map[string]any{"type": "string", "description": "Describe one parameter fully, with property-string keys (e.g. net[n])."},
+				"offset":  map[string]any{"type": "integer", "minimum": 0, "description": "First parameter of the page, for section params."},
+			},
+			"additionalProperties": false,
+		}),
+		annotate("Describe a Proxmox API endpoint", hints{readOnly: true, idempotent: true}),
+	)
+}
+
+func callTool() mcp.Tool {
+	props := map[string]any{
+		"method": map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}},
+		"path":   map[string]any{"type": "string", "description": "A concrete API path, e.g. /nodes/pve1/qemu/100/status/start. Percent-encode '/' inside a value (%2F)."},
+		"params": map[string]any{"type": "object", "description": "The endpoint's parameters (see proxmox_api_describe)."},
+	}
+	for k, v := range shapeProperties("") {
+		props[k] = v
+	}
+	return mcp.NewTool(ToolCall,
+		mcp.WithDescription("Call the Proxmox VE API. Arguments are checked against the endpoint's schema and your policy before anything is sent; a refusal says why. Long-running calls return a UPID (wait to follow it)."),
+		rawSchema(map[string]any{
+			"type":                 "object",
+			"properties":           props,
+			"required":             []string{"method", "path"},
+			"additionalProperties": false,
+		}),
+		annotate("Call the Proxmox API", hints{destructive: true, openWorld: true}),
+	)
+}
+
+func schemaStatusTool() mcp.Tool {
+	return mcp.NewTool(ToolSchemaStatus,
+		mcp.WithDescription("Which PVE API schema the server uses: source, sha256, counts, when loaded, and the last error."),
+		rawSchema(map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}),
+		annotate("API schema status", hints{readOnly: true, idempotent: true}),
+	)
+}
+
+func taskWaitTool() mcp.Tool {
+	return mcp.NewTool(ToolTaskWait,
+		mcp.WithDescription("Follow a PVE task (UPID) until it ends or the timeout passes, with progress notifications; returns its exit status and the end of its log."),
+		rawSchema(map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"upid":            map[string]any{"type": "string", "description": "The task's UPID."},
+				"timeout_seconds": map[string]any{"type": "integer", "minimum": 1, "maximum": 600, "description": "How long to wait (default 60)."},
+			},
+			"required":             []string{"upid"},
+			"additionalProperties": false,
+		}),
+		annotate("Wait for a PVE task", hints{readOnly: true, idempotent: true}),
+	)
+}
+
+func resourcesTool() mcp.Tool {
+	props := map[string]any{
+		"type": map[string]any{"type": "string", "enum": []string{"vm", "storage", "node", "sdn"}, "description": "Only this kind of resource."},
+	}
+	for k, v := range shapeProperties("") {
+		if k == "fields" || k == "omit" || k == "limit" || k == "offset" {
+			props[k] = v
+		}
+	}
+	return mcp.NewTool(ToolResources,
+		mcp.WithDescription("Every guest, node and storage of the cluster with status and usage (GET /cluster/resources)."),
+		rawSchema(map[string]any{"type": "object", "properties": props, "additionalProperties": false}),
+		annotate("Cluster resources", hints{readOnly: true, idempotent: true}),
+	)
+}
+
+func guestStatusTool() mcp.Tool {
+	return mcp.NewTool(ToolGuestStatus,
+		mcp.WithDescription("Status of a VM or container by VM ID, wherever it runs (finds the node and type)."),
+		rawSchema(map[string]any{
+			"type":                 "object",
+			"properties":           map[string]any{"vmid": map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999}},
+			"required":             []string{"vmid"},
+			"additionalProperties": false,
+		}),
+		annotate("Guest status", hints{readOnly: true, idempotent: true}),
+	)
+}
+
+func guestPowerTool() mcp.Tool {
+	return mcp.NewTool(ToolGuestPower,
+		mcp.WithDescription("Start, stop, shut down, reboot, suspend, resume or reset a VM or container by VM ID. stop and reset are hard (destructive); shutdown is graceful."),
+		rawSchema(map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"vmid":    map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999},
+				"action":  map[string]any{"type": "string", "enum": powerActions},
+				"wait":    map[string]any{"type": "integer", "minimum": 0, "maximum": 600, "description": "Seconds to wait for the task (default 0)."},
+				"confirm": map[string]any{"type": "string", "description": "A confirmation token, when asked for one."},
+			},
+			"required":             []string{"vmid", "action"},
+			"additionalProperties": false,
+		}),
+		annotate("Guest power", hints{destructive: true}),
+	)
+}
+
+// endpointTool is the expanded-mode tool of one endpoint: its real input
+// schema plus the reserved shaping arguments (prefixed with _, which no PVE
+// parameter uses).
+func endpointTool(ep *schema.Endpoint) mcp.Tool {
+	var in map[string]any
+	if err := json.Unmarshal(ep.InputSchema(), &in); err != nil {
+		panic(fmt.Sprintf("tools: input schema of %s: %v", ep.Key(), err))
+	}
+	props, _ := in["properties"].(map[string]any)
+	extra := shapeProperties("_")
+	if ep.Method == "GET" {
+		delete(extra, "_wait")
+		delete(extra, "_confirm")
+	} else {
+		for _, k := range []string{"_fields", "_omit", "_limit", "_offset"} {
+			delete(extra, k)
+		}
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	desc := strings.TrimSpace(ep.Description)
+	if desc == "" {
+		desc = ep.Handler
+	}
+	desc = fmt.Sprintf("%s\n\n%s %s (risk: %s).", desc, ep.Method, ep.Path, ep.Risk)
+	return mcp.NewTool(ep.Tool,
+		mcp.WithDescription(desc),
+		rawSchema(in),
+		annotate(ep.Method+" "+ep.Path, endpointHints(ep)),
+	)
+}

@@ -1,0 +1,101 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// PromptOnboarding walks a person through what their key allows.
+const PromptOnboarding = "proxmox_onboarding"
+
+func onboardingPrompt() mcp.Prompt {
+	return mcp.NewPrompt(PromptOnboarding,
+		mcp.WithPromptDescription("What your key may do on this Proxmox VE host, and how to start."))
+}
+
+// onboarding describes the caller's key, policy, tier, the daemon's
+// switches and the endpoints it may use, by area and risk.
+func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	c, ok := CallerFrom(ctx)
+	if !ok {
+		return nil, fmt.Errorf("no authenticated caller")
+	}
+	visible, err := s.visible(ctx, c, true)
+	if err != nil {
+		return nil, fmt.Errorf("the policy could not be evaluated: %w", err)
+	}
+	byRisk := map[schema.Risk]int{}
+	areas := map[string]int{}
+	for _, ep := range visible {
+		byRisk[ep.Risk]++
+		areas[area(ep.Path)]++
+	}
+	names := make([]string, 0, len(areas))
+	for a := range areas {
+		names = append(names, a)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return areas[names[i]] > areas[names[j]] || areas[names[i]] == areas[names[j]] && names[i] < names[j]
+	})
+	var b strings.Builder
+	p := c.Principal
+	fmt.Fprintf(&b, "You are connected to a Proxmox VE host through proxmox-mcp as key %q (id %s), over %s.\n", p.Name, p.KeyID, p.Transport)
+	fmt.Fprintf(&b, "Your key is bound to %s; its calls reach PVE with the %s-tier API token, so PVE's own permission check stands behind the policy.\n", c.Binding, c.Tier)
+	switch {
+	case s.opts.Switches.ReadOnly:
+		b.WriteString("The daemon is in read-only mode: nothing can be changed, whatever the key.\n")
+	case !s.opts.Switches.AllowMutations:
+		b.WriteString("Mutations are turned off on this daemon (allow_mutations is false): you can read, not change.\n")
+	}
+	fmt.Fprintf(&b, "\nYou may use %d API endpoints: %d read, %d write, %d destructive.\n", len(visible), byRisk[schema.RiskRead], byRisk[schema.RiskWrite], byRisk[schema.RiskDestructive])
+	if len(names) > 0 {
+		var parts []string
+		for _, n := range names[:min(8, len(names))] {
+			parts = append(parts, fmt.Sprintf("%s (%d)", n, areas[n]))
+		}
+		fmt.Fprintf(&b, "By area: %s.\n", strings.Join(parts, ", "))
+	}
+	b.WriteString(`
+How to start:
+1. proxmox_cluster_resources (or proxmox_api_call GET /cluster/resources) lists every guest, node and storage you may see.
+2. proxmox_api_search with what you want to do ("start vm", "snapshot", "backup") finds the endpoint.
+3. proxmox_api_describe with its tool name shows the parameters and their rules.
+4. proxmox_api_call with method, a concrete path (/nodes/pve1/qemu/100/status/start) and params makes the call.
+   Everything is checked before it is sent; a refusal says which rule refused and why.
+5. Long-running calls return a UPID: pass wait (seconds) to follow the task, or use proxmox_task_wait.
+Every call is recorded in the daemon's journal.`)
+	return mcp.NewGetPromptResult("What this key may do, and how to start",
+		[]mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(b.String()))}), nil
+}
+
+// area is the part of the API a path belongs to: guests, storage, …
+func area(path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(segs) >= 3 && segs[0] == "nodes":
+		switch segs[2] {
+		case "qemu":
+			return "VMs"
+		case "lxc":
+			return "containers"
+		case "storage", "disks":
+			return "storage"
+		case "tasks":
+			return "tasks"
+		case "ceph":
+			return "Ceph"
+		}
+		return "nodes"
+	case segs[0] == "cluster" && len(segs) >= 2:
+		return "cluster " + segs[1]
+	case segs[0] == "access":
+		return "users and permissions"
+	}
+	return segs[0]
+}

@@ -1,0 +1,270 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"github.com/proxmox-mcp/proxmox-mcp/pve"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// Mode chooses the tool set.
+type Mode string
+
+// Tool modes.
+const (
+	ModeCompact  Mode = "compact"
+	ModeExpanded Mode = "expanded"
+	ModeSearch   Mode = "search"
+)
+
+// ParseMode reads compact, expanded or search.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeCompact, ModeExpanded, ModeSearch:
+		return m, nil
+	case "":
+		return ModeCompact, nil
+	}
+	return "", fmt.Errorf("tool mode %q is not compact, expanded or search", s)
+}
+
+// Tier names the PVE API token a call goes out with.
+type Tier string
+
+// Tiers, one privilege-separated PVE token each.
+const (
+	TierReadOnly Tier = "read-only"
+	TierOperator Tier = "operator"
+	TierAdmin    Tier = "admin"
+	TierRoot     Tier = "root"
+)
+
+// Registry is the live schema (schema.Source).
+type Registry interface {
+	Current() *schema.Registry
+	Status() schema.Status
+}
+
+// Policy decides calls and says which tools a caller may ever use
+// (policy.Engine).
+type Policy interface {
+	Decide(ctx context.Context, b policy.Binding, in *policy.Input) policy.Decision
+	VisibleTools(ctx context.Context, b policy.Binding, p policy.Principal, reg *schema.Registry) ([]string, error)
+}
+
+// PVE gives the client that speaks with a tier's token.
+type PVE interface {
+	Client(tier Tier) (*pve.Client, error)
+}
+
+// Guard is the protected-repository guard: it inspects a call before the
+// policy decides and says what it found.
+type Guard interface {
+	Check(ctx context.Context, ep *schema.Endpoint, vars map[string]string, args map[string]any) policy.Guard
+}
+
+// Switches are the daemon-wide gates above every policy.
+type Switches struct {
+	// ReadOnly hides and refuses every call that is not a read, for every key.
+	ReadOnly bool
+	// AllowMutations must be true for any write to happen; false by default.
+	AllowMutations bool
+}
+
+// Limits shape answers.
+type Limits struct {
+	// MaxResultBytes caps the JSON of one answer; 64 KiB when zero.
+	MaxResultBytes int
+	// DefaultListLimit is how many list items an answer holds when the
+	// caller does not say; 200 when zero.
+	DefaultListLimit int
+	// MaxWait caps how long a call may wait for its task; 10 minutes when zero.
+	MaxWait time.Duration
+}
+
+// Options configure the tool server.
+type Options struct {
+	Name, Version string
+	Mode          Mode
+	Registry      Registry
+	Policy        Policy
+	PVE           PVE
+	Audit         Auditor
+	Guard         Guard
+	Switches      Switches
+	Limits        Limits
+	// ConfirmKey signs confirmation tokens; 32 random bytes per daemon.
+	ConfirmKey []byte
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Server is the MCP server with the daemon's tools.
+type Server struct {
+	opts Options
+	mcp  *server.MCPServer
+
+	mu      sync.Mutex // guards reg and the registered expanded tools
+	reg     *schema.Registry
+	confirm *confirmations
+}
+
+// New builds the MCP server. Call Refresh whenever the registry changes.
+func New(opts Options) (*Server, error) {
+	switch {
+	case opts.Registry == nil || opts.Registry.Current() == nil:
+		return nil, errors.New("tools: a loaded schema registry is required")
+	case opts.Policy == nil:
+		return nil, errors.New("tools: a policy engine is required")
+	case opts.PVE == nil:
+		return nil, errors.New("tools: PVE clients are required")
+	case opts.Audit == nil:
+		return nil, errors.New("tools: an audit journal is required")
+	case opts.Guard == nil:
+		return nil, errors.New("tools: the protected-repository guard is required")
+	case len(opts.ConfirmKey) < 16:
+		return nil, errors.New("tools: a confirmation key of at least 16 bytes is required")
+	}
+	mode, err := ParseMode(string(opts.Mode))
+	if err != nil {
+		return nil, err
+	}
+	opts.Mode = mode
+	if opts.Name == "" {
+		opts.Name = "proxmox-mcp"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Limits.MaxResultBytes <= 0 {
+		opts.Limits.MaxResultBytes = 64 << 10
+	}
+	if opts.Limits.DefaultListLimit <= 0 {
+		opts.Limits.DefaultListLimit = 200
+	}
+	if opts.Limits.MaxWait <= 0 {
+		opts.Limits.MaxWait = 10 * time.Minute
+	}
+	s := &Server{opts: opts, confirm: newConfirmations(opts.ConfirmKey, opts.Now)}
+	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
+		server.WithToolCapabilities(true),
+		server.WithPromptCapabilities(false),
+		server.WithLogging(),
+		server.WithRecovery(),
+		server.WithToolFilter(s.filterTools),
+		server.WithPromptFilter(s.filterPrompts),
+		server.WithInstructions(instructions),
+	)
+	s.mcp.AddPrompt(onboardingPrompt(), s.onboarding)
+	s.Refresh()
+	return s, nil
+}
+
+// MCP is the underlying server, for the transports.
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+const instructions = "This server operates a Proxmox VE host through its API, under a policy bound to your key. " +
+	"Find endpoints with proxmox_api_search, read their parameters with proxmox_api_describe, and call them with " +
+	"proxmox_api_call (method, a concrete path such as /nodes/pve1/qemu, params). Long-running calls return a UPID; " +
+	"pass wait to follow the task, or use proxmox_task_wait. A refusal explains which rule refused and why; " +
+	"the prompt proxmox_onboarding says what your key may do."
+
+// Refresh rebuilds the tool set from the live registry (the schema was
+// reloaded); clients with sessions get notifications/tools/list_changed.
+func (s *Server) Refresh() {
+	reg := s.opts.Registry.Current()
+	s.mu.Lock()
+	s.reg = reg
+	s.mu.Unlock()
+	s.mcp.SetTools(s.catalog(reg)...)
+}
+
+// registry returns the registry the tool set was built from.
+func (s *Server) registry() *schema.Registry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reg
+}
+
+// filterTools shows each caller only the tools its policy could ever allow
+// and the switches permit. mcp-go applies it to tools/list and, with only
+// the requested tool, to tools/call: a hidden tool does not exist.
+func (s *Server) filterTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
+	c, ok := CallerFrom(ctx)
+	if !ok {
+		return nil
+	}
+	visible, err := s.visible(ctx, c, true)
+	if err != nil {
+		s.opts.Logger.Warn("tools: visibility failed; showing nothing", "key", c.Principal.KeyID, "error", err)
+		return nil
+	}
+	out := list[:0:0]
+	for _, t := range list {
+		if s.toolVisible(t.Name, visible) {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Server) filterPrompts(ctx context.Context, list []mcp.Prompt) []mcp.Prompt {
+	if _, ok := CallerFrom(ctx); !ok {
+		return nil
+	}
+	return list
+}
+
+// visibility is the set of endpoint tools a caller may use, after the
+// switches.
+type visibility map[string]*schema.Endpoint
+
+// visible is the set of endpoints the caller's policy could ever allow;
+// with switches, those the daemon-wide switches also permit.
+func (s *Server) visible(ctx context.Context, c Caller, switches bool) (visibility, error) {
+	reg := s.registry()
+	names, err := s.opts.Policy.VisibleTools(ctx, c.Binding, c.Principal, reg)
+	if err != nil {
+		return nil, err
+	}
+	v := make(visibility, len(names))
+	for _, n := range names {
+		ep := reg.Tool(n)
+		if ep == nil {
+			continue
+		}
+		if switches && ep.Risk != schema.RiskRead && s.switchRefusal(ep.Method) != "" {
+			continue
+		}
+		v[n] = ep
+	}
+	return v, nil
+}
+
+// switchRefusal names the daemon-wide switch that refuses a method, if any.
+func (s *Server) switchRefusal(method string) string {
+	if method == "GET" {
+		return ""
+	}
+	if s.opts.Switches.ReadOnly {
+		return "the daemon's read_only switch is on: no call that changes anything is accepted, whatever the key"
+	}
+	if !s.opts.Switches.AllowMutations {
+		return "the daemon's allow_mutations switch is off: an operator must turn it on before any call may change anything"
+	}
+	return ""
+}

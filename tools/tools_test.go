@@ -1,0 +1,516 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
+)
+
+// Every tool of every mode has an object input schema that compiles as
+// draft 2020-12, uses nothing major clients reject, and sets all four
+// annotations.
+func TestToolSchemasAndAnnotations(t *testing.T) {
+	for _, mode := range []Mode{ModeCompact, ModeExpanded, ModeSearch} {
+		t.Run(string(mode), func(t *testing.T) {
+			h := newHarness(t, harnessOpts{mode: mode})
+			c, ctx := h.as("root")
+			res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Tools) == 0 {
+				t.Fatal("no tools")
+			}
+			for _, tl := range res.Tools {
+				raw, err := json.Marshal(tl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var wire struct {
+					InputSchema json.RawMessage `json:"inputSchema"`
+					Annotations map[string]any  `json:"annotations"`
+				}
+				json.Unmarshal(raw, &wire) //nolint:errcheck // just marshalled
+				for _, hint := range []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
+					if _, ok := wire.Annotations[hint].(bool); !ok {
+						t.Errorf("%s: annotation %s not set", tl.Name, hint)
+					}
+				}
+				doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(wire.InputSchema))
+				if err != nil {
+					t.Fatalf("%s: %v", tl.Name, err)
+				}
+				if root, _ := doc.(map[string]any); root["type"] != "object" {
+					t.Errorf("%s: input schema root %v, want object", tl.Name, root["type"])
+				}
+				c := jsonschema.NewCompiler()
+				c.DefaultDraft(jsonschema.Draft2020)
+				if err := c.AddResource("mem://"+tl.Name, doc); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Compile("mem://" + tl.Name); err != nil {
+					t.Errorf("%s: input schema does not compile: %v", tl.Name, err)
+				}
+				for _, banned := range []string{`"$ref"`, `"$schema"`, `"$defs"`, `"type":[`, `"oneOf"`, `"allOf"`} {
+					if bytes.Contains(wire.InputSchema, []byte(banned)) {
+						t.Errorf("%s: schema uses %s", tl.Name, banned)
+					}
+				}
+				if a := wire.Annotations; a["readOnlyHint"] == true && a["destructiveHint"] == true {
+					t.Errorf("%s: read-only and destructive at once", tl.Name)
+				}
+			}
+			switch mode {
+			case ModeSearch:
+				if len(res.Tools) != 2 {
+					t.Errorf("search mode has %d tools, want 2", len(res.Tools))
+				}
+			case ModeExpanded:
+				if len(res.Tools) < 600 {
+					t.Errorf("expanded mode has %d tools", len(res.Tools))
+				}
+			}
+		})
+	}
+}
+
+// Endpoint tools take their annotations from the risk table.
+func TestEndpointAnnotations(t *testing.T) {
+	reg := realRegistry(t)
+	for _, tc := range []struct {
+		key                                      string
+		readOnly, destructive, idempotent, world bool
+	}{
+		{"GET /nodes/{node}/qemu", true, false, true, false},
+		{"POST /nodes/{node}/qemu/{vmid}/status/start", false, false, false, false},
+		{"POST /nodes/{node}/qemu/{vmid}/status/stop", false, true, false, false},
+		{"DELETE /nodes/{node}/qemu/{vmid}", false, true, true, false},
+		{"PUT /nodes/{node}/qemu/{vmid}/config", false, true, true, false},
+		{"POST /nodes/{node}/storage/{storage}/download-url", false, false, false, true},
+	} {
+		method, path, _ := strings.Cut(tc.key, " ")
+		tl := endpointTool(reg.Lookup(method, path))
+		a := tl.Annotations
+		if *a.ReadOnlyHint != tc.readOnly || *a.DestructiveHint != tc.destructive || *a.IdempotentHint != tc.idempotent || *a.OpenWorldHint != tc.world {
+			t.Errorf("%s: annotations %v/%v/%v/%v", tc.key, *a.ReadOnlyHint, *a.DestructiveHint, *a.IdempotentHint, *a.OpenWorldHint)
+		}
+	}
+}
+
+// The compact tools/list stays small (the TypeScript reference sends
+// 38,406 bytes for 49 tools).
+func TestCompactListSize(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("root")
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if len(b) > 19*1024 {
+		t.Errorf("compact tools/list is %d bytes, over 19 KiB", len(b))
+	}
+	t.Logf("compact tools/list: %d tools, %d bytes", len(res.Tools), len(b))
+}
+
+// A read-only key does not see write tools, and cannot call them.
+func TestVisibilityFollowsPolicy(t *testing.T) {
+	h := newHarness(t, harnessOpts{mode: ModeExpanded})
+	ro, roCtx := h.as("read-only")
+	names := toolNames(t, ro, roCtx)
+	if slices.Contains(names, "post_nodes_qemu_status_start") || slices.Contains(names, ToolGuestPower) {
+		t.Errorf("read-only key sees write tools")
+	}
+	if !slices.Contains(names, "get_nodes_qemu") || !slices.Contains(names, ToolResources) {
+		t.Errorf("read-only key misses read tools: %d tools", len(names))
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "post_nodes_qemu_status_start"
+	req.Params.Arguments = map[string]any{"node": "pve1", "vmid": 101}
+	if _, err := ro.CallTool(roCtx, req); err == nil {
+		t.Fatal("read-only key called a hidden tool")
+	}
+	res, _ := call(t, ro, roCtx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
+	if !res.IsError || !strings.Contains(text(res), "No endpoint POST /nodes/pve1/qemu/101/status/start is available to your key") {
+		t.Errorf("generic call of a hidden endpoint: %s", text(res))
+	}
+	op, opCtx := h.as("operator")
+	if names := toolNames(t, op, opCtx); !slices.Contains(names, "post_nodes_qemu_status_start") {
+		t.Error("operator key does not see the start tool")
+	}
+	// No caller, no tools.
+	if res, err := ro.ListTools(t.Context(), mcp.ListToolsRequest{}); err == nil && len(res.Tools) != 0 {
+		t.Errorf("a request without a caller sees %d tools", len(res.Tools))
+	}
+}
+
+// An operator starts a stopped VM, waits for the task, and the journal has
+// the intent and its receipt.
+func TestStartAndWait(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "wait": 30})
+	if res.IsError {
+		t.Fatalf("start: %s", text(res))
+	}
+	task, _ := content["task"].(map[string]any)
+	if task["exitstatus"] != "OK" || task["ok"] != true || !strings.HasPrefix(content["upid"].(string), "UPID:pve1:") {
+		t.Fatalf("task %v", content)
+	}
+	_, st := call(t, c, ctx, ToolGuestStatus, map[string]any{"vmid": 101})
+	if data, _ := st["data"].(map[string]any); data["status"] != "running" {
+		t.Errorf("status after the start: %v", st)
+	}
+	if len(h.audit.intents) != 1 || len(h.audit.receipts) != 1 {
+		t.Fatalf("journal: %d intents, %d receipts", len(h.audit.intents), len(h.audit.receipts))
+	}
+	for id, intent := range h.audit.intents {
+		if intent.Method != "POST" || intent.Path != "/nodes/{node}/qemu/{vmid}/status/start" || intent.Decision.Effect != "allow" {
+			t.Errorf("intent %+v", intent)
+		}
+		if r := h.audit.receipts[id]; r.Outcome != OutcomeOK || r.UPID == "" {
+			t.Errorf("receipt %+v", r)
+		}
+	}
+}
+
+// Bad arguments are refused before anything is sent, naming the parameter.
+func TestValidationBeforeSending(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	before := h.sim.Requests()
+	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "params": map[string]any{"timeout": -3, "frobnicate": true}})
+	if !res.IsError || !strings.Contains(text(res), "timeout: value must have a minimum value of 0") || !strings.Contains(text(res), "frobnicate: property is not defined") {
+		t.Errorf("refusal: %s", text(res))
+	}
+	if h.sim.Requests() != before {
+		t.Error("something was sent to PVE")
+	}
+	if out := h.audit.outcomes(); len(out) != 1 || out[0] != OutcomeInvalid {
+		t.Errorf("journal outcomes %v", out)
+	}
+	res, _ = call(t, c, ctx, ToolCall, map[string]any{"method": "PATCH", "path": "/version"})
+	if !res.IsError || !strings.Contains(text(res), "argument method: must be GET, POST, PUT or DELETE") {
+		t.Errorf("bad method: %s", text(res))
+	}
+	res, _ = call(t, c, ctx, ToolCall, map[string]any{"method": "GET", "path": "/version", "verbose": true})
+	if !res.IsError || !strings.Contains(text(res), "argument verbose: is not an argument of this tool") {
+		t.Errorf("unknown argument: %s", text(res))
+	}
+}
+
+// The switches refuse writes for every key and say which switch refused.
+func TestSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sw   Switches
+		want string
+	}{
+		{"mutations off", Switches{}, "allow_mutations switch is off"},
+		{"read-only", Switches{ReadOnly: true, AllowMutations: true}, "read_only switch is on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{mode: ModeExpanded, switches: &tc.sw})
+			c, ctx := h.as("root")
+			names := toolNames(t, c, ctx)
+			if slices.Contains(names, "post_nodes_qemu_status_start") || slices.Contains(names, ToolGuestPower) {
+				t.Error("write tools are listed")
+			}
+			if !slices.Contains(names, "get_nodes_qemu") {
+				t.Error("read tools are hidden")
+			}
+			res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
+			if !res.IsError || !strings.Contains(text(res), tc.want) {
+				t.Errorf("refusal: %s", text(res))
+			}
+			if res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "GET", "path": "/version"}); res.IsError {
+				t.Errorf("a read was refused: %s", text(res))
+			}
+		})
+	}
+}
+
+// A policy denial is a readable tool result with the policy's reasons.
+func TestPolicyDenialIsReadable(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	src := []byte(`package proxmox_mcp.policy
+
+import data.proxmox_mcp.profiles.admin
+
+decision := admin.decision if not denied
+
+decision := {"effect": "deny", "reasons": ["only VMs 100 to 199"], "obligations": []} if denied
+
+denied if {
+	some id in input.targets.vmids
+	id > 199
+}
+`)
+	tests := []byte(`package proxmox_mcp.policy_test
+
+import data.proxmox_mcp.policy
+
+test_vm_300_denied if {
+	policy.decision.effect == "deny" with input as {"method": "POST", "risk": "write", "targets": {"vmids": [300]}, "path": "/nodes/{node}/qemu/{vmid}/status/start"}
+}
+`)
+	dr, err := h.store.Draft(t.Context(), "vm-range", src, tests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Activate(t.Context(), "vm-range", dr.Digest); err != nil {
+		t.Fatal(err)
+	}
+	c, ctx := h.as("", "vm-range")
+	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/lxc/200/status/stop"})
+	if !res.IsError || !strings.Contains(text(res), "only VMs 100 to 199") || !strings.Contains(text(res), "Nothing was sent") {
+		t.Errorf("denial: %s", text(res))
+	}
+	if res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"}); res.IsError {
+		t.Errorf("allowed call refused: %s", text(res))
+	}
+}
+
+// Answers are shaped: fields, omit, paging with next_offset, and a size cap
+// that never cuts JSON.
+func TestShaping(t *testing.T) {
+	h := newHarness(t, harnessOpts{limits: Limits{MaxResultBytes: 900}})
+	c, ctx := h.as("root")
+	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "GET", "path": "/cluster/resources", "fields": []any{"id", "status"}, "limit": 4})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	items := content["data"].([]any)
+	if len(items) != 4 || content["next_offset"] != float64(4) || content["total"].(float64) < 10 {
+		t.Fatalf("page %v", content)
+	}
+	for _, it := range items {
+		if m := it.(map[string]any); len(m) != 2 || m["id"] == nil {
+			t.Errorf("item %v has more than the fields asked for", m)
+		}
+	}
+	// Without fields the cap cuts the page short, and says where to go on.
+	res, content = call(t, c, ctx, ToolCall, map[string]any{"method": "GET", "path": "/cluster/resources", "omit": []any{"cpu"}})
+	if content["truncated"] != true || content["next_offset"] == nil || !json.Valid([]byte(strings.SplitN(text(res), "\n", 2)[1])) {
+		t.Fatalf("capped answer %v", content)
+	}
+	for _, it := range content["data"].([]any) {
+		if _, has := it.(map[string]any)["cpu"]; has {
+			t.Error("omit did not drop cpu")
+		}
+	}
+	// A large object loses whole keys, named.
+	small := newHarness(t, harnessOpts{limits: Limits{MaxResultBytes: 500}})
+	c, ctx = small.as("root")
+	_, content = call(t, c, ctx, ToolCall, map[string]any{"method": "GET", "path": "/nodes/pve1/status"})
+	if content["truncated"] != true || len(content["omitted_keys"].([]any)) == 0 {
+		t.Errorf("object over the cap: %v", content)
+	}
+}
+
+// The describe tool answers for the largest endpoint in complete pages.
+func TestDescribePagesLargeEndpoint(t *testing.T) {
+	h := newHarness(t, harnessOpts{limits: Limits{MaxResultBytes: 8 << 10}})
+	c, ctx := h.as("root")
+	_, sum := call(t, c, ctx, ToolDescribe, map[string]any{"tool": "put_nodes_qemu_config"})
+	total := int(sum["param_count"].(float64))
+	if total < 80 {
+		t.Fatalf("param_count %d", total)
+	}
+	seen := map[string]bool{}
+	offset := 0
+	for pages := 0; ; pages++ {
+		res, page := call(t, c, ctx, ToolDescribe, map[string]any{"tool": "put_nodes_qemu_config", "section": "params", "offset": offset})
+		if res.IsError {
+			t.Fatal(text(res))
+		}
+		body := strings.SplitN(text(res), "\n", 2)[1]
+		if !json.Valid([]byte(body)) || len(body) > 8<<10 {
+			t.Fatalf("page %d: %d bytes, valid JSON %v", pages, len(body), json.Valid([]byte(body)))
+		}
+		for _, p := range page["params"].([]any) {
+			seen[p.(map[string]any)["name"].(string)] = true
+		}
+		next, ok := page["next_offset"].(float64)
+		if !ok {
+			break
+		}
+		offset = int(next)
+		if pages > 100 {
+			t.Fatal("no end to the pages")
+		}
+	}
+	if len(seen) != total {
+		t.Errorf("pages covered %d of %d parameters", len(seen), total)
+	}
+	_, net := call(t, c, ctx, ToolDescribe, map[string]any{"tool": "put_nodes_qemu_config", "param": "net0"})
+	p := net["param"].(map[string]any)
+	if p["name"] != "net[n]" || len(p["keys"].([]any)) < 10 {
+		t.Errorf("net[n] %v", p)
+	}
+}
+
+func TestSearchTool(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ro, ctx := h.as("read-only")
+	_, content := call(t, ro, ctx, ToolSearch, map[string]any{"query": "start vm"})
+	for _, r := range content["results"].([]any) {
+		if r.(map[string]any)["risk"] != "read" {
+			t.Errorf("read-only key found %v", r)
+		}
+	}
+	root, rctx := h.as("root")
+	_, content = call(t, root, rctx, ToolSearch, map[string]any{"query": "start vm", "limit": 3})
+	first := content["results"].([]any)[0].(map[string]any)
+	if first["tool"] != "post_nodes_qemu_status_start" {
+		t.Errorf("first result %v", first)
+	}
+}
+
+// A config edit without a digest is planned against the current one; a
+// stale digest is PVE's refusal, explained.
+func TestConfigEditCarriesDigest(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("admin")
+	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": "/nodes/pve1/qemu/101/config", "params": map[string]any{"description": "db server"}})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	var intent AuditCall
+	for _, i := range h.audit.intents {
+		intent = i
+	}
+	if len(intent.PriorDigest) != 40 || intent.PriorConfig["name"] != "db01" {
+		t.Errorf("intent prior digest %q config %v", intent.PriorDigest, intent.PriorConfig["name"])
+	}
+	res, _ = call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": "/nodes/pve1/qemu/101/config", "params": map[string]any{"cores": 2, "digest": intent.PriorDigest}})
+	if !res.IsError || !strings.Contains(text(res), "detected modified configuration") || !strings.Contains(text(res), "read it again") {
+		t.Errorf("stale digest: %s", text(res))
+	}
+}
+
+// A lost answer to a write is reported as an unknown outcome and journalled
+// as uncertain; it is not retried.
+func TestOutcomeUnknown(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	h.sim.InjectFault(sim.Fault{Method: "POST", Path: "/nodes/pve1/qemu/101/status/start", DropAfterApply: true, Times: 1})
+	before := h.sim.Requests()
+	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
+	if !res.IsError || !strings.Contains(text(res), "Outcome unknown") {
+		t.Errorf("dropped answer: %s", text(res))
+	}
+	if n := h.sim.Requests() - before; n != 1 {
+		t.Errorf("%d requests reached PVE, want 1 (no retry)", n)
+	}
+	found := false
+	for _, r := range h.audit.receipts {
+		found = found || r.Outcome == OutcomeUncertain
+	}
+	if !found {
+		t.Errorf("no uncertain receipt: %v", h.audit.receipts)
+	}
+}
+
+// The operator profile asks to confirm a destructive guest action; the token
+// works once, for that exact call only.
+func TestConfirmation(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop"})
+	if res.IsError || content["status"] != "confirmation_required" {
+		t.Fatalf("first call: %s", text(res))
+	}
+	token := content["confirm"].(string)
+	// The token does not fit another call.
+	res, _ = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/102/status/stop", "confirm": token})
+	if !res.IsError || !strings.Contains(text(res), "issued for a different call") {
+		t.Errorf("token on another VM: %s", text(res))
+	}
+	res, content = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop", "confirm": token, "wait": 30})
+	if res.IsError || content["upid"] == nil {
+		t.Fatalf("confirmed call: %s", text(res))
+	}
+	res, _ = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop", "confirm": token})
+	if !res.IsError || !strings.Contains(text(res), "already used") {
+		t.Errorf("reused token: %s", text(res))
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	before := h.sim.Requests()
+	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "dry_run": true})
+	if res.IsError || content["dry_run"] != true || h.sim.Requests() != before {
+		t.Errorf("dry run: %s (requests %d)", text(res), h.sim.Requests()-before)
+	}
+}
+
+// The journal failing to record an intent stops the write before PVE.
+func TestNoIntentNoWrite(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	h.audit.fail = errors.New("disk full")
+	before := h.sim.Requests()
+	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
+	if !res.IsError || !strings.Contains(text(res), "nothing was sent") || h.sim.Requests() != before {
+		t.Errorf("write without an intent: %s", text(res))
+	}
+}
+
+// proxmox_task_wait follows a task and sends progress notifications.
+func TestTaskWaitProgress(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	var mu = make(chan mcp.JSONRPCNotification, 64)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			mu <- n
+		}
+	})
+	_, content := call(t, c, ctx, ToolGuestPower, map[string]any{"vmid": 101, "action": "start"})
+	upid := content["upid"].(string)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = ToolTaskWait
+	req.Params.Arguments = map[string]any{"upid": upid, "timeout_seconds": 30}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "p1"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError {
+		t.Fatalf("wait: %v %s", err, text(res))
+	}
+	select {
+	case <-mu:
+	case <-time.After(2 * time.Second):
+		t.Error("no progress notification")
+	}
+	if !strings.Contains(text(res), "task finished OK") {
+		t.Errorf("wait answer: %s", text(res))
+	}
+}
+
+func TestOnboardingPrompt(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("read-only")
+	req := mcp.GetPromptRequest{}
+	req.Params.Name = PromptOnboarding
+	res, err := c.GetPrompt(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := res.Messages[0].Content.(mcp.TextContent).Text
+	for _, want := range []string{`key "read-only-key"`, "read-only", "0 write, 0 destructive", "proxmox_api_search"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("onboarding lacks %q:\n%s", want, body)
+		}
+	}
+}
