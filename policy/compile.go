@@ -75,7 +75,7 @@ func readModules(keep func(string) bool) ([]Module, error) {
 	}
 	var out []Module
 	for _, e := range entries {
-		if !keep(e.Name()) {
+		if !strings.HasSuffix(e.Name(), ".rego") || !keep(e.Name()) {
 			continue
 		}
 		src, err := builtinFS.ReadFile(path.Join("rego", e.Name()))

@@ -2,14 +2,15 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
@@ -29,12 +30,25 @@ func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration)
 	if err != nil {
 		return denyf(c.Name, c.Digest, "policy %s: %v", c.Name, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rs, err := c.decide.Eval(ctx, rego.EvalParsedInput(val))
+	if err := ctx.Err(); err != nil {
+		return denyf(c.Name, c.Digest, "policy %s: %v", c.Name, err)
+	}
+	// Cancellation without a goroutine per evaluation (OPA starts one for a
+	// context unless it is given its own Cancel): a timer for the timeout,
+	// a context.AfterFunc for the caller's context.
+	cancel := topdown.NewCancel()
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); cancel.Cancel() })
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	rs, err := c.decide.Eval(ctx, rego.EvalParsedInput(val), rego.EvalExternalCancel(cancel))
+	timer.Stop()
+	stop()
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if timedOut.Load() {
 			return denyf(c.Name, c.Digest, "policy %s did not decide within %s", c.Name, timeout)
+		}
+		if ctx.Err() != nil {
+			return denyf(c.Name, c.Digest, "policy %s: %v", c.Name, ctx.Err())
 		}
 		return denyf(c.Name, c.Digest, "policy %s failed: %s", c.Name, oneLine(err.Error()))
 	}

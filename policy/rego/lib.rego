@@ -1,77 +1,196 @@
 # The library every policy is compiled with: what the built-in profiles
 # share, and what custom policies may import (import data.proxmox_mcp.lib).
+#
+# Endpoint sets are written as one rule body per endpoint comparing
+# input.path and input.method with constants: OPA's rule index then picks
+# the matching body in one hash lookup, where a set literal would be built
+# anew on every evaluation. docs/policy.md lists them with the reason for
+# each group.
 package proxmox_mcp.lib
 
-# Sets of endpoints are objects from the path template to the methods:
-# input.method in set[input.path] is one indexed lookup.
-
-# Endpoints whose answer carries a secret, a ticket, or a console or tunnel
-# into a guest or the host. Reads of these are not "reads" for the
-# read-only and operator profiles. PVE's own expose_credentials flag adds
-# every endpoint it marks, including those of future versions.
-secret_endpoints := {
-	# authentication tickets and API token secrets
-	"/access/ticket": {"POST"},
-	"/access/vncticket": {"POST"},
-	"/access/openid/login": {"POST"},
-	"/access/users/{userid}/token/{tokenid}": {"POST"},
-	"/access/tfa/{userid}": {"POST"},
-	# guest consoles and migration tunnels (tickets, then a live session)
-	"/nodes/{node}/qemu/{vmid}/vncproxy": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/termproxy": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/spiceproxy": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/vncwebsocket": {"GET"},
-	"/nodes/{node}/qemu/{vmid}/mtunnel": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/mtunnelwebsocket": {"GET"},
-	"/nodes/{node}/lxc/{vmid}/vncproxy": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/termproxy": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/spiceproxy": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/vncwebsocket": {"GET"},
-	"/nodes/{node}/lxc/{vmid}/mtunnel": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/mtunnelwebsocket": {"GET"},
-	# host consoles
-	"/nodes/{node}/vncshell": {"POST"},
-	"/nodes/{node}/termproxy": {"POST"},
-	"/nodes/{node}/spiceshell": {"POST"},
-	"/nodes/{node}/vncwebsocket": {"GET"},
-	# contents of guest files, guest command output, cloud-init user data
-	# (password hashes, SSH keys), files restored from backups
-	"/nodes/{node}/qemu/{vmid}/agent/file-read": {"GET"},
-	"/nodes/{node}/qemu/{vmid}/agent/exec-status": {"GET"},
-	"/nodes/{node}/qemu/{vmid}/cloudinit/dump": {"GET"},
-	"/nodes/{node}/storage/{storage}/file-restore/download": {"GET"},
-	# ACME DNS plugins return their provider API credentials
-	"/cluster/acme/plugins": {"GET"},
-	"/cluster/acme/plugins/{id}": {"GET"},
-}
-
+# The call's endpoint answers with a secret, a ticket, or a console or
+# tunnel into a guest or the host; PVE's expose_credentials flag counts too.
 returns_secrets if input.endpoint.expose_credentials
 
-returns_secrets if input.method in secret_endpoints[input.path]
 
-# Calls that give a root shell on the host, or run arbitrary commands or API
-# calls as root there without a per-call decision: denied to every profile
-# but root.
-host_root := {
-	"/nodes/{node}/vncshell": {"POST"},
-	"/nodes/{node}/termproxy": {"POST"},
-	"/nodes/{node}/spiceshell": {"POST"},
-	"/nodes/{node}/vncwebsocket": {"GET"},
-	"/nodes/{node}/execute": {"POST"},
-	# the QEMU monitor can run host commands (migrate "exec:...")
-	"/nodes/{node}/qemu/{vmid}/monitor": {"POST"},
+returns_secrets if {
+	input.path == "/access/ticket"
+	input.method == "POST"
 }
 
-is_host_root if input.method in host_root[input.path]
-
-# Parameters that make the host run a script or write to a host path as
-# root (hook scripts, vzdump's script, dump and temporary directories).
-host_path_params := ["hookscript", "script", "dumpdir", "tmpdir"]
-
-sets_host_path if {
-	some p in host_path_params
-	input.params[p] != null
+returns_secrets if {
+	input.path == "/access/vncticket"
+	input.method == "POST"
 }
+
+returns_secrets if {
+	input.path == "/access/openid/login"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/access/users/{userid}/token/{tokenid}"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/access/tfa/{userid}"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/vncproxy"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/termproxy"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/spiceproxy"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/vncwebsocket"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/mtunnel"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/mtunnelwebsocket"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/lxc/{vmid}/vncproxy"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/lxc/{vmid}/termproxy"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/lxc/{vmid}/spiceproxy"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/lxc/{vmid}/vncwebsocket"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/lxc/{vmid}/mtunnel"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/lxc/{vmid}/mtunnelwebsocket"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/vncshell"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/termproxy"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/spiceshell"
+	input.method == "POST"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/vncwebsocket"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/agent/file-read"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/agent/exec-status"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/qemu/{vmid}/cloudinit/dump"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/nodes/{node}/storage/{storage}/file-restore/download"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/cluster/acme/plugins"
+	input.method == "GET"
+}
+
+returns_secrets if {
+	input.path == "/cluster/acme/plugins/{id}"
+	input.method == "GET"
+}
+
+
+# The call gives a root shell on the host, or runs commands or API calls
+# as root there without a decision per call.
+
+is_host_root if {
+	input.path == "/nodes/{node}/vncshell"
+	input.method == "POST"
+}
+
+is_host_root if {
+	input.path == "/nodes/{node}/termproxy"
+	input.method == "POST"
+}
+
+is_host_root if {
+	input.path == "/nodes/{node}/spiceshell"
+	input.method == "POST"
+}
+
+is_host_root if {
+	input.path == "/nodes/{node}/vncwebsocket"
+	input.method == "GET"
+}
+
+is_host_root if {
+	input.path == "/nodes/{node}/execute"
+	input.method == "POST"
+}
+
+is_host_root if {
+	input.path == "/nodes/{node}/qemu/{vmid}/monitor"
+	input.method == "POST"
+}
+
+# The call makes the host run a script or write a host path as root: a
+# guest hook script, vzdump's hook script, dump or temporary directory.
+sets_host_path if input.params.hookscript != null
+
+sets_host_path if input.params.script != null
+
+sets_host_path if input.params.dumpdir != null
+
+sets_host_path if input.params.tmpdir != null
 
 # The protected-repository guard found this call touching the repository
 # and the call is not a read.
@@ -81,36 +200,118 @@ guard_hit if {
 }
 
 # Guest power actions, snapshots and backups: what operator adds to reads.
-guest_power := {
-	"/nodes/{node}/qemu/{vmid}/status/start": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/status/shutdown": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/status/reboot": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/status/suspend": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/status/resume": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/status/stop": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/status/reset": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/status/start": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/status/shutdown": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/status/reboot": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/status/suspend": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/status/resume": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/status/stop": {"POST"},
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/status/start"
+	input.method == "POST"
 }
 
-guest_snapshots := {
-	"/nodes/{node}/qemu/{vmid}/snapshot": {"POST"},
-	"/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config": {"PUT"},
-	"/nodes/{node}/qemu/{vmid}/snapshot/{snapname}": {"DELETE"},
-	"/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/snapshot": {"POST"},
-	"/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config": {"PUT"},
-	"/nodes/{node}/lxc/{vmid}/snapshot/{snapname}": {"DELETE"},
-	"/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback": {"POST"},
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/status/shutdown"
+	input.method == "POST"
 }
 
-backups := {"/nodes/{node}/vzdump": {"POST"}}
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/status/reboot"
+	input.method == "POST"
+}
 
-# Decisions, built here so that every profile words them alike.
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/status/suspend"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/status/resume"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/status/stop"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/status/reset"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/status/start"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/status/shutdown"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/status/reboot"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/status/suspend"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/status/resume"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/status/stop"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/snapshot"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config"
+	input.method == "PUT"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}"
+	input.method == "DELETE"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/snapshot"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config"
+	input.method == "PUT"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}"
+	input.method == "DELETE"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback"
+	input.method == "POST"
+}
+
+guest_operation if {
+	input.path == "/nodes/{node}/vzdump"
+	input.method == "POST"
+}
+
+# Decisions, built here so that policies word them alike.
 allow(reason) := {"effect": "allow", "reasons": [reason], "obligations": []}
 
 deny(reason) := {"effect": "deny", "reasons": [reason], "obligations": []}

@@ -15,12 +15,6 @@ default decision := {
 	"obligations": [],
 }
 
-operator_call if input.method in lib.guest_power[input.path]
-
-operator_call if input.method in lib.guest_snapshots[input.path]
-
-operator_call if input.method in lib.backups[input.path]
-
 decision := {
 	"effect": "deny",
 	"reasons": ["operator keys may not use endpoints that return secrets, tickets or consoles"],
@@ -35,7 +29,7 @@ decision := {"effect": "allow", "reasons": ["operator keys may read"], "obligati
 }
 
 decision := lib.deny(lib.guard_reason) if {
-	operator_call
+	lib.guest_operation
 	lib.guard_hit
 }
 
@@ -44,7 +38,7 @@ decision := {
 	"reasons": ["operator keys may not make the host run scripts or write host paths (hookscript, script, dumpdir, tmpdir)"],
 	"obligations": [],
 } if {
-	operator_call
+	lib.guest_operation
 	not lib.guard_hit
 	lib.sets_host_path
 }
@@ -54,14 +48,14 @@ decision := {
 	"reasons": ["destructive guest action: confirm it"],
 	"obligations": [{"type": "confirm", "approver": "self"}],
 } if {
-	operator_call
+	lib.guest_operation
 	input.risk == "destructive"
 	not lib.guard_hit
 	not lib.sets_host_path
 }
 
 decision := {"effect": "allow", "reasons": ["operator keys may power guests, take snapshots and backups"], "obligations": []} if {
-	operator_call
+	lib.guest_operation
 	input.risk == "write"
 	not lib.guard_hit
 	not lib.sets_host_path
