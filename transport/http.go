@@ -1,0 +1,249 @@
+// Package transport owns how clients reach the daemon: the Streamable HTTP
+// listeners with their guards (Host and Origin allow-lists against DNS
+// rebinding, a real body-size limit, bearer-key authentication, timeouts),
+// the unauthenticated /healthz and /readyz, and stdio for local use.
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultMaxBody is the largest request body accepted: 1 MiB.
+const DefaultMaxBody = 1 << 20
+
+// ErrRateLimited is returned by an Authenticator for a source that failed too
+// often; the listener answers 429 with Retry-After.
+var ErrRateLimited = errors.New("too many failed attempts")
+
+// RateLimitError carries how long to wait.
+type RateLimitError struct{ RetryAfter time.Duration }
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("too many failed attempts; retry after %s", e.RetryAfter.Round(time.Second))
+}
+
+// Is matches ErrRateLimited.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// Authenticator verifies a bearer key and returns the request context
+// carrying the caller. listener names the listener (loopback, lan, tailnet)
+// and source the client address.
+type Authenticator func(ctx context.Context, key, listener, source string, r *http.Request) (context.Context, error)
+
+// Readiness reports the checks of /readyz: name -> "ok" or what is wrong.
+// It must not reveal secrets.
+type Readiness func(ctx context.Context) map[string]string
+
+// HTTPOptions configure one HTTP listener's handler.
+type HTTPOptions struct {
+	// Listener names it in logs and in the caller's principal.
+	Listener string
+	// MCP is the Streamable HTTP handler, served at /mcp.
+	MCP http.Handler
+	// Authenticate verifies the bearer key of every /mcp request.
+	Authenticate Authenticator
+	// AllowedHosts are the Host header values accepted (host or host:port);
+	// any other is refused with 403, which stops DNS rebinding.
+	AllowedHosts []string
+	// AllowedOrigins are the Origin values accepted; a request without an
+	// Origin (every non-browser client) is accepted, any other Origin is 403.
+	AllowedOrigins []string
+	// MaxBodyBytes caps a request body; DefaultMaxBody when zero.
+	MaxBodyBytes int64
+	// Ready answers /readyz.
+	Ready Readiness
+	// Refused is told of every refusal (for the journal); may be nil.
+	Refused func(r *http.Request, status int, reason string)
+	Logger  *slog.Logger
+}
+
+// NewHandler builds the listener's handler: /mcp behind the guards and
+// authentication, /healthz and /readyz without a key.
+func NewHandler(o HTTPOptions) (http.Handler, error) {
+	if o.MCP == nil || o.Authenticate == nil {
+		return nil, errors.New("transport: an MCP handler and an authenticator are required")
+	}
+	if len(o.AllowedHosts) == 0 {
+		return nil, errors.New("transport: at least one allowed Host is required")
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBody
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	g := &guard{o: o, hosts: map[string]bool{}, origins: map[string]bool{}}
+	for _, h := range o.AllowedHosts {
+		g.hosts[strings.ToLower(h)] = true
+	}
+	for _, or := range o.AllowedOrigins {
+		g.origins[strings.ToLower(strings.TrimSuffix(or, "/"))] = true
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", g.healthz)
+	mux.HandleFunc("/readyz", g.readyz)
+	mux.HandleFunc("/mcp", g.mcp)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		g.refuse(w, r, http.StatusNotFound, "not found: the MCP endpoint is /mcp")
+	})
+	return g.hostCheck(mux), nil
+}
+
+type guard struct {
+	o       HTTPOptions
+	hosts   map[string]bool
+	origins map[string]bool
+}
+
+// hostCheck refuses requests whose Host is not the listener's own: a web
+// page that rebinds a DNS name to 127.0.0.1 still sends its own name.
+func (g *guard) hostCheck(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		if !g.hosts[host] {
+			if h, _, err := net.SplitHostPort(host); err != nil || !g.hosts[h] {
+				g.refuse(w, r, http.StatusForbidden, "forbidden: Host "+strconv.Quote(r.Host)+" is not this listener's")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" && !g.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] {
+		g.refuse(w, r, http.StatusForbidden, "forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
+		return
+	}
+	if r.ContentLength > g.o.MaxBodyBytes {
+		g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes, over the %d-byte limit", r.ContentLength, g.o.MaxBodyBytes))
+		return
+	}
+	key, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="proxmox-mcp"`)
+		g.refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <key>")
+		return
+	}
+	ctx, err := g.o.Authenticate(r.Context(), key, g.o.Listener, r.RemoteAddr, r)
+	if err != nil {
+		var rl *RateLimitError
+		if errors.As(err, &rl) {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(rl.RetryAfter.Seconds()+0.5))))
+			g.refuse(w, r, http.StatusTooManyRequests, "too many requests: "+err.Error())
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="proxmox-mcp", error="invalid_token"`)
+		g.refuse(w, r, http.StatusUnauthorized, "unauthorized: the key was not accepted")
+		return
+	}
+	// The body is read here, up to the limit, so that a chunked body over
+	// it is refused with 413 like a declared one.
+	body, err := io.ReadAll(io.LimitReader(r.Body, g.o.MaxBodyBytes+1))
+	if err != nil {
+		g.refuse(w, r, http.StatusBadRequest, "unreadable request body: "+err.Error())
+		return
+	}
+	if int64(len(body)) > g.o.MaxBodyBytes {
+		g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the %d-byte limit", g.o.MaxBodyBytes))
+		return
+	}
+	r = r.WithContext(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	g.o.MCP.ServeHTTP(w, r)
+}
+
+func bearer(h string) (string, bool) {
+	scheme, key, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	return key, key != ""
+}
+
+// healthz answers that the process serves; it says nothing else.
+func (g *guard) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz runs the readiness checks: 200 when all pass, 503 otherwise.
+func (g *guard) readyz(w http.ResponseWriter, r *http.Request) {
+	if g.o.Ready == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	checks := g.o.Ready(ctx)
+	ready := true
+	for _, v := range checks {
+		ready = ready && v == "ok"
+	}
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, map[string]any{"ready": ready, "checks": checks})
+}
+
+func (g *guard) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
+	if g.o.Refused != nil {
+		g.o.Refused(r, status, reason)
+	}
+	g.o.Logger.Info("transport: refused", "listener", g.o.Listener, "status", status, "source", r.RemoteAddr, "reason", reason)
+	writeJSON(w, status, map[string]string{"error": reason})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
+}
+
+// NewServer wraps a handler with the timeouts every listener uses against
+// slow clients. Writes have no deadline: a tool call may wait for a task
+// and stream progress; each call's own deadline bounds it.
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// LoopbackHosts are the Host values of a loopback listener on addr.
+func LoopbackHosts(addr string) ([]string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("listen address %q: the loopback listener binds only 127.0.0.0/8 or ::1", addr)
+	}
+	hosts := []string{net.JoinHostPort(host, port), "localhost:" + port}
+	canonical := "127.0.0.1:" + port
+	if ip.To4() == nil {
+		canonical = "[::1]:" + port
+	}
+	if hosts[0] != canonical {
+		hosts = append(hosts, canonical)
+	}
+	return hosts, nil
+}

@@ -1,0 +1,45 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ServeStdio serves MCP over a pair of streams (the process's stdin and
+// stdout) until ctx ends or in closes. caller puts the authenticated caller
+// into every request's context; stdio has one caller for its whole life.
+func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, caller func(context.Context) context.Context, logger *slog.Logger) error {
+	srv := server.NewStdioServer(s)
+	srv.SetContextFunc(caller)
+	if logger != nil {
+		srv.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError))
+	} else {
+		srv.SetErrorLogger(log.New(io.Discard, "", 0))
+	}
+	return srv.Listen(ctx, in, out)
+}
+
+// NewStreamable wraps an MCP server as a Streamable HTTP handler with the
+// settings every listener shares: sessions for legacy clients (so progress
+// and list_changed notifications reach them), swept when idle, and
+// heartbeats on open streams. The guards of NewHandler stand in front.
+func NewStreamable(s *server.MCPServer, logger *slog.Logger) *server.StreamableHTTPServer {
+	opts := []server.StreamableHTTPOption{
+		server.WithStateful(true),
+		server.WithSessionIdleTTL(30 * time.Minute),
+		server.WithHeartbeatInterval(25 * time.Second),
+		// Host checks are ours (NewHandler), per listener, for every
+		// address family; mcp-go's own loopback check would refuse the
+		// listeners' legitimate names.
+		server.WithDisableLocalhostProtection(true),
+	}
+	if logger != nil {
+		opts = append(opts, server.WithStreamableHTTPLogger(logger))
+	}
+	return server.NewStreamableHTTPServer(s, opts...)
+}
