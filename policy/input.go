@@ -347,18 +347,30 @@ func (in *Input) Value() (ast.Value, error) {
 		)))
 	}
 	t := in.Targets
-	vmids := make([]*ast.Term, len(t.VMIDs))
-	for i, v := range t.VMIDs {
-		vmids[i] = ast.InternedTerm(v)
+	// Evaluation never modifies its input: the empty lists share one term.
+	empty := ast.NewTerm(ast.NewArray())
+	list := func(k string, s []string) [2]*ast.Term {
+		if len(s) == 0 {
+			return ast.Item(ast.InternedTerm(k), empty)
+		}
+		return item(k, strArray(s))
+	}
+	vmids := empty
+	if len(t.VMIDs) > 0 {
+		terms := make([]*ast.Term, len(t.VMIDs))
+		for i, v := range t.VMIDs {
+			terms[i] = ast.InternedTerm(v)
+		}
+		vmids = ast.NewTerm(ast.NewArray(terms...))
 	}
 	targets := ast.NewObject(
-		item("nodes", strArray(t.Nodes)),
-		item("vmids", ast.NewArray(vmids...)),
-		item("storages", strArray(t.Storages)),
-		item("pools", strArray(t.Pools)),
-		item("paths", strArray(t.Paths)),
-		item("services", strArray(t.Services)),
-		item("commands", strArray(t.Commands)),
+		list("nodes", t.Nodes),
+		ast.Item(ast.InternedTerm("vmids"), vmids),
+		list("storages", t.Storages),
+		list("pools", t.Pools),
+		list("paths", t.Paths),
+		list("services", t.Services),
+		list("commands", t.Commands),
 	)
 	hits := make([]*ast.Term, len(in.Guard.Hits))
 	for i, h := range in.Guard.Hits {
@@ -368,9 +380,13 @@ func (in *Input) Value() (ast.Value, error) {
 			strItem("param", h.Param),
 		))
 	}
+	hitsTerm := empty
+	if len(hits) > 0 {
+		hitsTerm = ast.NewTerm(ast.NewArray(hits...))
+	}
 	guard := ast.NewObject(
 		boolItem("evaluated", in.Guard.Evaluated),
-		item("hits", ast.NewArray(hits...)),
+		ast.Item(ast.InternedTerm("hits"), hitsTerm),
 	)
 	endpoint := ast.NewObject(
 		strItem("risk", in.Endpoint.Risk.String()),

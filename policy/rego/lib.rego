@@ -12,7 +12,6 @@ package proxmox_mcp.lib
 # tunnel into a guest or the host; PVE's expose_credentials flag counts too.
 returns_secrets if input.endpoint.expose_credentials
 
-
 returns_secrets if {
 	input.path == "/access/ticket"
 	input.method == "POST"
@@ -147,7 +146,6 @@ returns_secrets if {
 	input.path == "/cluster/acme/plugins/{id}"
 	input.method == "GET"
 }
-
 
 # The call gives a root shell on the host, or runs commands or API calls
 # as root there without a decision per call.
