@@ -35,13 +35,107 @@ const (
 	maxSize = 1 << 20
 )
 
-// Config is the configuration file. Later issues extend it; every field is
-// optional except version.
+// Config is the configuration file; every field is optional except
+// version. docs/configuration.md documents each field and its default.
 type Config struct {
 	// Version must be 1.
 	Version int `json:"version"`
-	// StateDir holds keys.json, the policy store and caches; an absolute path.
+	// StateDir holds keys.json, the policy store, the journal and caches; an
+	// absolute path.
 	StateDir string `json:"state_dir,omitempty"`
+	// Schema says where PVE's API schema is.
+	Schema Schema `json:"schema,omitzero"`
+	// Tools chooses the tool set and how answers are shaped.
+	Tools Tools `json:"tools,omitzero"`
+	// ReadOnly refuses every call that changes anything, for every key.
+	ReadOnly bool `json:"read_only,omitzero"`
+	// AllowMutations must be true for any change to be made; false by
+	// default, so a fresh install reads until an operator decides.
+	AllowMutations bool `json:"allow_mutations,omitzero"`
+	// PVE is how the daemon reaches the PVE API.
+	PVE PVE `json:"pve,omitzero"`
+	// Listen lists the listeners.
+	Listen Listen `json:"listen,omitzero"`
+	// HTTP limits apply to every HTTP listener.
+	HTTP HTTP `json:"http,omitzero"`
+	// Protected is the protected model repository that ordinary calls may
+	// not touch.
+	Protected Protected `json:"protected,omitzero"`
+	// Log sets the log level.
+	Log Log `json:"log,omitzero"`
+}
+
+// Schema locates apidoc.js.
+type Schema struct {
+	// Path is apidoc.js; /usr/share/pve-docs/api-viewer/apidoc.js when empty.
+	Path string `json:"path,omitempty"`
+}
+
+// Tools configures the MCP tools.
+type Tools struct {
+	// Mode is compact (default), expanded or search.
+	Mode string `json:"mode,omitempty"`
+	// MaxResultBytes caps one answer's JSON; 65536 when zero.
+	MaxResultBytes int `json:"max_result_bytes,omitzero"`
+}
+
+// PVE is the API endpoint and the daemon's tokens.
+type PVE struct {
+	// URL is the API root; https://127.0.0.1:8006/api2/json when empty.
+	URL string `json:"url,omitempty"`
+	// Fingerprint pins pveproxy's certificate (SHA-256, AA:BB:...).
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// CertFile is pveproxy's certificate as the host has it; read again when
+	// it changes.
+	CertFile string `json:"cert_file,omitempty"`
+	// CAFile is a CA that signs pveproxy's certificate.
+	CAFile string `json:"ca_file,omitempty"`
+	// Tokens maps each tier (read-only, operator, admin, root) to its
+	// privilege-separated API token.
+	Tokens map[string]Token `json:"tokens,omitempty"`
+}
+
+// Token is one tier's PVE API token.
+type Token struct {
+	// ID is user@realm!tokenid.
+	ID string `json:"id"`
+	// SecretFile holds the token's secret (mode 0600); an absolute path.
+	SecretFile string `json:"secret_file"`
+}
+
+// Listen lists the listeners; with none, the loopback one on its default.
+type Listen struct {
+	Loopback *Loopback `json:"loopback,omitempty"`
+}
+
+// Loopback is the plain-HTTP listener on 127.0.0.1 or ::1.
+type Loopback struct {
+	// Address is host:port; 127.0.0.1:8765 when empty.
+	Address string `json:"address,omitempty"`
+	// AllowedOrigins are browser origins allowed to call (none by default).
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+}
+
+// HTTP limits.
+type HTTP struct {
+	// MaxBodyBytes caps a request body; 1 MiB when zero.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitzero"`
+}
+
+// Protected names what the protected-repository guard protects.
+type Protected struct {
+	// Paths are absolute paths (and everything below them).
+	Paths []string `json:"paths,omitempty"`
+	// Volumes are storage volume IDs or LV names (vg/lv).
+	Volumes []string `json:"volumes,omitempty"`
+	// Devices are block devices (/dev/...).
+	Devices []string `json:"devices,omitempty"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `json:"level,omitempty"`
 }
 
 // Default returns the configuration used when no file exists.
@@ -82,6 +176,9 @@ func Parse(name string, data []byte) (*Config, error) {
 		c.StateDir = DefaultStateDir
 	} else if err := checkDir(c.StateDir); err != nil {
 		return nil, fmt.Errorf("config %s: field \"state_dir\": %w", name, err)
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	return &c, nil
 }

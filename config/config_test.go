@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			if *got != *tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Parse = %+v, want %+v", got, tt.want)
 			}
 		})

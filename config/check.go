@@ -1,0 +1,180 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Tiers are the PVE token tiers, in order of privilege.
+var tierNames = []string{"read-only", "operator", "admin", "root"}
+
+// Tiers returns the PVE token tiers, in order of privilege.
+func Tiers() []string { return slices.Clone(tierNames) }
+
+// check validates every field after decoding; each error names the field
+// and the rule.
+func (c *Config) check() error {
+	if c.Schema.Path != "" {
+		if err := checkFile(c.Schema.Path); err != nil {
+			return fmt.Errorf("field \"schema.path\": %w", err)
+		}
+	}
+	switch c.Tools.Mode {
+	case "", "compact", "expanded", "search":
+	default:
+		return fmt.Errorf("field \"tools.mode\": %q is not compact, expanded or search", c.Tools.Mode)
+	}
+	if c.Tools.MaxResultBytes != 0 && (c.Tools.MaxResultBytes < 4096 || c.Tools.MaxResultBytes > 16<<20) {
+		return fmt.Errorf("field \"tools.max_result_bytes\": %d is outside 4096 to %d", c.Tools.MaxResultBytes, 16<<20)
+	}
+	if c.ReadOnly && c.AllowMutations {
+		return fmt.Errorf("fields \"read_only\" and \"allow_mutations\" are both true: read_only would win; set only one")
+	}
+	if err := c.PVE.check(); err != nil {
+		return err
+	}
+	if lb := c.Listen.Loopback; lb != nil && lb.Address != "" {
+		if err := checkLoopback(lb.Address); err != nil {
+			return fmt.Errorf("field \"listen.loopback.address\": %w", err)
+		}
+	}
+	if lb := c.Listen.Loopback; lb != nil {
+		for i, o := range lb.AllowedOrigins {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+				return fmt.Errorf("field \"listen.loopback.allowed_origins[%d]\": %q is not an origin (scheme://host[:port])", i, o)
+			}
+		}
+	}
+	if c.HTTP.MaxBodyBytes != 0 && (c.HTTP.MaxBodyBytes < 64<<10 || c.HTTP.MaxBodyBytes > 64<<20) {
+		return fmt.Errorf("field \"http.max_body_bytes\": %d is outside %d to %d", c.HTTP.MaxBodyBytes, 64<<10, 64<<20)
+	}
+	for i, p := range c.Protected.Paths {
+		if err := checkFile(p); err != nil {
+			return fmt.Errorf("field \"protected.paths[%d]\": %w", i, err)
+		}
+	}
+	for i, d := range c.Protected.Devices {
+		if !strings.HasPrefix(d, "/dev/") || filepath.Clean(d) != d {
+			return fmt.Errorf("field \"protected.devices[%d]\": %q must be a clean path under /dev/", i, d)
+		}
+	}
+	for i, v := range c.Protected.Volumes {
+		if v == "" || strings.ContainsAny(v, " \t\n,") {
+			return fmt.Errorf("field \"protected.volumes[%d]\": %q must be a volume ID (storage:name) or an LV (vg/lv)", i, v)
+		}
+	}
+	switch c.Log.Level {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("field \"log.level\": %q is not debug, info, warn or error", c.Log.Level)
+	}
+	return nil
+}
+
+func (p PVE) check() error {
+	if p.URL != "" {
+		u, err := url.Parse(p.URL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("field \"pve.url\": %q must be https://HOST:PORT/api2/json (PVE serves only HTTPS)", p.URL)
+		}
+	}
+	if p.Fingerprint != "" {
+		clean := strings.ReplaceAll(p.Fingerprint, ":", "")
+		if len(clean) != 64 || strings.Trim(strings.ToLower(clean), "0123456789abcdef") != "" {
+			return fmt.Errorf("field \"pve.fingerprint\": %q is not a SHA-256 fingerprint (64 hex digits, colons allowed)", p.Fingerprint)
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"pve.cert_file", p.CertFile}, {"pve.ca_file", p.CAFile}} {
+		if f.v != "" {
+			if err := checkFile(f.v); err != nil {
+				return fmt.Errorf("field %q: %w", f.name, err)
+			}
+		}
+	}
+	for tier, t := range p.Tokens {
+		field := "pve.tokens." + tier
+		if !slices.Contains(tierNames, tier) {
+			return fmt.Errorf("field %q: %q is not a tier (read-only, operator, admin, root)", field, tier)
+		}
+		user, name, ok := strings.Cut(t.ID, "!")
+		if !ok || name == "" || !strings.Contains(user, "@") || strings.ContainsAny(t.ID, " =;") {
+			return fmt.Errorf("field %q: id %q must be user@realm!tokenid", field+".id", t.ID)
+		}
+		if err := checkFile(t.SecretFile); err != nil {
+			return fmt.Errorf("field %q: %w", field+".secret_file", err)
+		}
+	}
+	return nil
+}
+
+// checkFile requires an absolute, clean file path.
+func checkFile(p string) error {
+	if p == "" {
+		return fmt.Errorf("a path is required")
+	}
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("%q must be an absolute path", p)
+	}
+	if filepath.Clean(p) != p {
+		return fmt.Errorf("%q must be a clean path (%q)", p, filepath.Clean(p))
+	}
+	return nil
+}
+
+// checkLoopback requires host:port with a loopback IP.
+func checkLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %v", addr, err)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q: the loopback listener binds only 127.0.0.0/8 or ::1 (LAN and Tailnet listeners are configured apart)", addr)
+	}
+	if port == "" {
+		return fmt.Errorf("%q has no port", addr)
+	}
+	return nil
+}
+
+// Defaults resolved by accessors, so a parsed file keeps what it said.
+
+// SchemaPath is apidoc.js.
+func (c *Config) SchemaPath() string {
+	if c.Schema.Path != "" {
+		return c.Schema.Path
+	}
+	return "/usr/share/pve-docs/api-viewer/apidoc.js"
+}
+
+// LoopbackAddress is the loopback listener's address; "" when none is
+// configured and other listeners are. A config without any listener gets the
+// default loopback listener.
+func (c *Config) LoopbackAddress() string {
+	if c.Listen.Loopback == nil {
+		return "127.0.0.1:8765"
+	}
+	if c.Listen.Loopback.Address == "" {
+		return "127.0.0.1:8765"
+	}
+	return c.Listen.Loopback.Address
+}
+
+// PVEURL is the API root.
+func (c *Config) PVEURL() string {
+	if c.PVE.URL != "" {
+		return c.PVE.URL
+	}
+	return "https://127.0.0.1:8006/api2/json"
+}
+
+// JournalPath is the journal's file.
+func (c *Config) JournalPath() string { return filepath.Join(c.StateDir, "journal.db") }
+
+// SchemaCacheDir holds the schema's last-known-good copy.
+func (c *Config) SchemaCacheDir() string { return filepath.Join(c.StateDir, "schema") }

@@ -1,0 +1,70 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// A complete configuration parses, and every rule refuses what it should
+// with the field named.
+func TestFullConfig(t *testing.T) {
+	full := `{
+	// proxmox-mcp on pve1
+	"version": 1,
+	"state_dir": "/var/lib/proxmox-mcp",
+	"schema": {"path": "/usr/share/pve-docs/api-viewer/apidoc.js"},
+	"tools": {"mode": "expanded", "max_result_bytes": 131072},
+	"allow_mutations": true,
+	"pve": {
+		"url": "https://127.0.0.1:8006/api2/json",
+		"cert_file": "/etc/pve/local/pveproxy-ssl.pem",
+		"tokens": {
+			"read-only": {"id": "proxmox-mcp@pve!read-only", "secret_file": "/etc/proxmox-mcp/tokens/read-only"},
+			"root": {"id": "proxmox-mcp@pve!root", "secret_file": "/etc/proxmox-mcp/tokens/root"},
+		},
+	},
+	"listen": {"loopback": {"address": "127.0.0.1:9000", "allowed_origins": ["https://app.example.net"]}},
+	"http": {"max_body_bytes": 2097152},
+	"protected": {"paths": ["/mnt/model-repo"], "volumes": ["local-lvm:vm-900-disk-0", "pve/model"], "devices": ["/dev/sdb"]},
+	"log": {"level": "debug"},
+}`
+	c, err := Parse("full.hujson", []byte(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tools.Mode != "expanded" || !c.AllowMutations || c.PVE.Tokens["root"].ID != "proxmox-mcp@pve!root" || c.LoopbackAddress() != "127.0.0.1:9000" {
+		t.Errorf("parsed %+v", c)
+	}
+	def, _ := Parse("min", []byte(`{"version": 1}`))
+	if def.LoopbackAddress() != "127.0.0.1:8765" || def.PVEURL() != "https://127.0.0.1:8006/api2/json" || def.AllowMutations ||
+		def.SchemaPath() != "/usr/share/pve-docs/api-viewer/apidoc.js" || def.JournalPath() != "/var/lib/proxmox-mcp/journal.db" {
+		t.Errorf("defaults %+v", def)
+	}
+}
+
+func TestConfigRules(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`"tools": {"mode": "huge"}`, `field "tools.mode": "huge" is not compact, expanded or search`},
+		{`"tools": {"max_result_bytes": 10}`, `field "tools.max_result_bytes": 10 is outside`},
+		{`"read_only": true, "allow_mutations": true`, `"read_only" and "allow_mutations" are both true`},
+		{`"pve": {"url": "http://127.0.0.1:8006/api2/json"}`, `field "pve.url"`},
+		{`"pve": {"fingerprint": "AB:CD"}`, `field "pve.fingerprint"`},
+		{`"pve": {"tokens": {"superuser": {"id": "a@pve!b", "secret_file": "/x"}}}`, `"superuser" is not a tier`},
+		{`"pve": {"tokens": {"root": {"id": "root@pam", "secret_file": "/x"}}}`, `field "pve.tokens.root.id"`},
+		{`"pve": {"tokens": {"root": {"id": "a@pve!b", "secret_file": "tokens/root"}}}`, `field "pve.tokens.root.secret_file": "tokens/root" must be an absolute path`},
+		{`"pve": {"tokens": {"root": {"id": "a@pve!b", "secret": "x"}}}`, `is not known`},
+		{`"listen": {"loopback": {"address": "0.0.0.0:8765"}}`, `field "listen.loopback.address": "0.0.0.0:8765": the loopback listener binds only`},
+		{`"listen": {"loopback": {"address": "192.168.1.5:8765"}}`, `binds only 127.0.0.0/8 or ::1`},
+		{`"listen": {"loopback": {"allowed_origins": ["evil"]}}`, `field "listen.loopback.allowed_origins[0]"`},
+		{`"http": {"max_body_bytes": 1}`, `field "http.max_body_bytes"`},
+		{`"protected": {"paths": ["mnt/x"]}`, `field "protected.paths[0]"`},
+		{`"protected": {"devices": ["/etc/passwd"]}`, `field "protected.devices[0]"`},
+		{`"log": {"level": "loud"}`, `field "log.level"`},
+		{`"schema": {"path": "apidoc.js"}`, `field "schema.path"`},
+	} {
+		_, err := Parse("t", []byte(`{"version": 1, `+tc.in+`}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
