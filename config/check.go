@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -126,18 +126,14 @@ func checkFile(p string) error {
 	return nil
 }
 
-// checkLoopback requires host:port with a loopback IP.
+// checkLoopback requires IP:port with a loopback IP.
 func checkLoopback(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
+	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return fmt.Errorf("%q is not host:port: %v", addr, err)
+		return fmt.Errorf("%q is not IP:port (for IPv6, [::1]:port): %v", addr, err)
 	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
+	if !ap.Addr().IsLoopback() {
 		return fmt.Errorf("%q: the loopback listener binds only 127.0.0.0/8 or ::1 (LAN and Tailnet listeners are configured apart)", addr)
-	}
-	if port == "" {
-		return fmt.Errorf("%q has no port", addr)
 	}
 	return nil
 }
