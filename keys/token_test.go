@@ -46,7 +46,7 @@ func TestParseTokenRejects(t *testing.T) {
 		{"wrong prefix", "mcpd_" + id + "_" + secret, `a key starts with "pmcp_"`},
 		{"upper-case prefix", "PMCP_" + id + "_" + secret, `a key starts with "pmcp_"`},
 		{"bearer left in", "Bearer " + valid, `a key starts with "pmcp_"`},
-		{"no separator", Prefix + id + secret, `the '_' after the id is missing`},
+		{"no separator", Prefix + id + strings.ReplaceAll(secret, "_", "A"), `the '_' after the id is missing`},
 		{"short id", Prefix + id[:15] + "_" + secret, `want 16 characters of [a-z2-7], got 15`},
 		{"upper-case id", Prefix + strings.ToUpper(id) + "_" + secret, `is not in [a-z2-7]`},
 		{"id with 0", Prefix + "0" + id[1:] + "_" + secret, `character '0' at 0`},
