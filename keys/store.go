@@ -63,8 +63,10 @@ type Store struct {
 	dir, path, lockPath string
 	opts                Options
 
-	mu   sync.Mutex // serializes reloads within the process
-	snap atomic.Pointer[Snapshot]
+	mu        sync.Mutex // serializes reloads within the process
+	snap      atomic.Pointer[Snapshot]
+	badFP     fingerprint // the file state whose reload failed, logged once
+	badLogged bool
 }
 
 // Open returns the store of a state directory. Nothing is created until the
@@ -195,7 +197,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	cur := s.snap.Load()
 	fp, err := statFile(s.path)
 	if err != nil {
-		return s.keepOrFail(cur, fmt.Errorf("keys: stat %s: %w", s.path, err))
+		return s.keepOrFail(fmt.Errorf("keys: stat %s: %w", s.path, err))
 	}
 	if cur != nil && cur.fp == fp && !cur.racy {
 		return cur, nil
@@ -207,17 +209,31 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	}
 	sn, err := s.read()
 	if err != nil {
-		return s.keepOrFail(s.snap.Load(), err)
+		return s.keepOrFailLocked(fp, err)
 	}
 	s.snap.Store(sn)
+	s.badLogged = false
 	return sn, nil
 }
 
-func (s *Store) keepOrFail(cur *Snapshot, err error) (*Snapshot, error) {
+// keepOrFail returns the last good snapshot after a failed stat.
+func (s *Store) keepOrFail(err error) (*Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keepOrFailLocked(fingerprint{}, err)
+}
+
+// keepOrFailLocked keeps the last good snapshot after a failed reload and
+// logs the failure once per state of the file, not once per request.
+func (s *Store) keepOrFailLocked(fp fingerprint, err error) (*Snapshot, error) {
+	cur := s.snap.Load()
 	if cur == nil {
 		return nil, err
 	}
-	s.opts.Logger.Warn("keys: keeping the last good key set", "path", s.path, "err", err)
+	if !s.badLogged || s.badFP != fp {
+		s.opts.Logger.Warn("keys: keeping the last good key set", "path", s.path, "err", err)
+		s.badLogged, s.badFP = true, fp
+	}
 	return cur, nil
 }
 
