@@ -207,6 +207,9 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if c2 := s.snap.Load(); c2 != cur && c2 != nil && c2.fp == fp && !c2.racy {
 		return c2, nil
 	}
+	if c2 := s.snap.Load(); c2 != nil && s.badLogged && s.badFP == fp && s.opts.Now().Sub(fp.mtime) >= racyInterval {
+		return c2, nil // the same broken file as before: not worth another read
+	}
 	sn, err := s.read()
 	if err != nil {
 		return s.keepOrFailLocked(fp, err)
