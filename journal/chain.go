@@ -1,0 +1,336 @@
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// rowFormat is the canonical encoding rows are hashed with. A row stores
+// it, so a later encoding can be introduced without rewriting old rows.
+const rowFormat = 1
+
+// genesis is the prev_hash of the first row.
+const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// timeLayout is how times are stored: UTC, fixed width, microseconds.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// row is one events row exactly as stored: the columns, in order.
+type row struct {
+	id            int64
+	format        int64
+	time          string
+	kind          string
+	callID        string
+	keyID         string
+	keyName       string
+	profile       string
+	policy        string
+	transport     string
+	source        string
+	tailnetUser   string
+	tailnetNode   string
+	tool          string
+	endpoint      string
+	method        string
+	pathTemplate  string
+	path          string
+	risk          string
+	args          string
+	effect        string
+	reasons       string
+	decisionPol   string
+	policyDigest  string
+	priorDigest   string
+	priorConfig   string
+	outcome       string
+	errorText     string
+	status        int64
+	durationUS    int64
+	upid          string
+	jobID         string
+	prevHash      string
+	hash          string
+	canonicalSize int // not stored: bytes hashed, for tests
+}
+
+// columns lists the events columns in the order of row's fields and of
+// the canonical encoding (hash last, not hashed).
+const columns = `id, format, time, kind, call_id, key_id, key_name, profile, policy, transport, source,
+	tailnet_user, tailnet_node, tool, endpoint, method, path_template, path, risk, args, effect, reasons,
+	decision_policy, policy_digest, prior_digest, prior_config, outcome, error, status, duration_us,
+	upid, job_id, prev_hash, hash`
+
+// fields returns pointers to the stored fields in column order.
+func (r *row) fields() []any {
+	return []any{&r.id, &r.format, &r.time, &r.kind, &r.callID, &r.keyID, &r.keyName, &r.profile,
+		&r.policy, &r.transport, &r.source, &r.tailnetUser, &r.tailnetNode, &r.tool, &r.endpoint,
+		&r.method, &r.pathTemplate, &r.path, &r.risk, &r.args, &r.effect, &r.reasons, &r.decisionPol,
+		&r.policyDigest, &r.priorDigest, &r.priorConfig, &r.outcome, &r.errorText, &r.status,
+		&r.durationUS, &r.upid, &r.jobID, &r.prevHash, &r.hash}
+}
+
+// values returns the stored values in column order.
+func (r *row) values() []any {
+	f := r.fields()
+	v := make([]any, len(f))
+	for i, p := range f {
+		switch x := p.(type) {
+		case *int64:
+			v[i] = *x
+		case *string:
+			v[i] = *x
+		}
+	}
+	return v
+}
+
+// canonical is the byte string a row's hash covers: the tag
+// "proxmox-mcp journal row\x00", then every column from id to prev_hash in
+// column order, each as a 4-byte big-endian length followed by the value
+// as text (integers in decimal). hash = hex(SHA-256(canonical)). The
+// encoding is unambiguous (every value is length-prefixed), and it hashes
+// the stored text itself, so verifying needs no JSON re-encoding.
+func (r *row) canonical() []byte {
+	f := r.fields()
+	f = f[:len(f)-1] // every column but hash
+	n := len(canonicalTag)
+	for _, p := range f {
+		n += 4 + 20
+		if s, ok := p.(*string); ok {
+			n += len(*s)
+		}
+	}
+	b := make([]byte, 0, n)
+	b = append(b, canonicalTag...)
+	var num [20]byte
+	for _, p := range f {
+		var v []byte
+		switch x := p.(type) {
+		case *int64:
+			v = strconv.AppendInt(num[:0], *x, 10)
+		case *string:
+			v = []byte(*x)
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	return b
+}
+
+const canonicalTag = "proxmox-mcp journal row\x00"
+
+// computeHash returns the hash the row should carry.
+func (r *row) computeHash() string {
+	c := r.canonical()
+	r.canonicalSize = len(c)
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
+}
+
+// event converts a stored row to an Event.
+func (r *row) event() (Event, error) {
+	t, err := time.Parse(timeLayout, r.time)
+	if err != nil {
+		return Event{}, fmt.Errorf("row %d: time %q: %w", r.id, r.time, err)
+	}
+	var reasons []string
+	if err := json.Unmarshal([]byte(r.reasons), &reasons); err != nil {
+		return Event{}, fmt.Errorf("row %d: reasons: %w", r.id, err)
+	}
+	if reasons == nil {
+		reasons = []string{}
+	}
+	return Event{
+		ID: r.id, Time: t, Kind: Kind(r.kind), CallID: r.callID,
+		Principal: Principal{KeyID: r.keyID, KeyName: r.keyName, Profile: r.profile, Policy: r.policy,
+			Transport: r.transport, Source: r.source, TailnetUser: r.tailnetUser, TailnetNode: r.tailnetNode},
+		Tool: r.tool, Endpoint: r.endpoint, Method: r.method, PathTemplate: r.pathTemplate, Path: r.path,
+		Risk: r.risk, Args: json.RawMessage(r.args),
+		Decision:    Decision{Effect: r.effect, Reasons: reasons, Policy: r.decisionPol, PolicyDigest: r.policyDigest},
+		PriorDigest: r.priorDigest, PriorConfig: json.RawMessage(r.priorConfig),
+		Outcome: Outcome(r.outcome), Error: r.errorText, Status: int(r.status), DurationUS: r.durationUS,
+		UPID: r.upid, JobID: r.jobID, PrevHash: r.prevHash, Hash: r.hash,
+	}, nil
+}
+
+// ErrTampered marks a journal whose hash chain does not hold.
+var ErrTampered = errors.New("journal: hash chain broken")
+
+// ChainError says where the chain first breaks. It wraps ErrTampered.
+type ChainError struct {
+	// ID is the first row that does not verify (for a missing row, the id
+	// that should have been there).
+	ID int64
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *ChainError) Error() string {
+	return fmt.Sprintf("journal: hash chain broken at row %d: %s", e.ID, e.Reason)
+}
+
+func (e *ChainError) Unwrap() error { return ErrTampered }
+
+// VerifyReport sums up a verification.
+type VerifyReport struct {
+	// Rows is how many rows verified (before the break, if any).
+	Rows int64 `json:"rows"`
+	// HeadID and Head are the last verified row's id and hash. Keep Head
+	// somewhere else (a ticket, the system journal) to detect a later
+	// truncation of the journal, which a chain alone cannot show.
+	HeadID int64  `json:"head_id"`
+	Head   string `json:"head"`
+	// OpenIntents is how many intents have no receipt.
+	OpenIntents int `json:"open_intents"`
+}
+
+// verifyChunk is how many rows one query of Verify reads.
+const verifyChunk = 4096
+
+// Verify walks the whole chain in one read snapshot: ids are 1, 2, 3, …
+// with none missing, each row's prev_hash is the previous row's hash (the
+// first row's is 64 zeros), each row's hash is the SHA-256 of its
+// canonical encoding, each row is well formed (kind, format, time, every
+// receipt follows its intent), and the table of open intents agrees with
+// the rows. A break returns the report up to the break and a *ChainError
+// (errors.Is(err, ErrTampered)); any other error is a failure to read.
+func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
+	var rep VerifyReport
+	tx, err := j.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return rep, fmt.Errorf("journal: verify: %w", err)
+	}
+	defer tx.Rollback()
+	prev := genesis
+	open := map[string]int64{} // call id → intent id, for intents without a receipt
+	var r row
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE id > ? ORDER BY id LIMIT ?`, rep.HeadID, verifyChunk)
+		if err != nil {
+			return rep, fmt.Errorf("journal: verify: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+			if err := rows.Scan(r.fields()...); err != nil {
+				rows.Close()
+				return rep, chainErr(rep.HeadID+1, "unreadable row: %v", err)
+			}
+			if err := checkRow(&r, rep.HeadID, prev, open); err != nil {
+				rows.Close()
+				return rep, err
+			}
+			prev = r.hash
+			rep.HeadID, rep.Head = r.id, r.hash
+			rep.Rows++
+		}
+		if err := rows.Close(); err != nil {
+			return rep, fmt.Errorf("journal: verify: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return rep, fmt.Errorf("journal: verify: %w", err)
+		}
+		if n < verifyChunk {
+			break
+		}
+	}
+	// The rows may have been reordered or the highest rows deleted; the
+	// AUTOINCREMENT counter remembers the highest id ever given out.
+	var seq sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return rep, fmt.Errorf("journal: verify: %w", err)
+	}
+	if seq.Valid && seq.Int64 > rep.HeadID {
+		return rep, chainErr(rep.HeadID+1, "missing: ids up to %d were given out, the last row is %d", seq.Int64, rep.HeadID)
+	}
+	// The table of open intents is derived from the rows; it must agree.
+	stored := map[string]int64{}
+	rows, err := tx.QueryContext(ctx, `SELECT call_id, event_id FROM open_intents`)
+	if err != nil {
+		return rep, fmt.Errorf("journal: verify: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var ev int64
+		if err := rows.Scan(&id, &ev); err != nil {
+			rows.Close()
+			return rep, fmt.Errorf("journal: verify: %w", err)
+		}
+		stored[id] = ev
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return rep, fmt.Errorf("journal: verify: %w", err)
+	}
+	for id, ev := range open {
+		if stored[id] != ev {
+			return rep, chainErr(ev, "intent %s has no receipt but is not listed as open", id)
+		}
+	}
+	for id, ev := range stored {
+		if open[id] != ev {
+			return rep, chainErr(ev, "call %s is listed as an open intent but the rows say otherwise", id)
+		}
+	}
+	rep.OpenIntents = len(open)
+	return rep, nil
+}
+
+func chainErr(id int64, format string, args ...any) error {
+	return &ChainError{ID: id, Reason: fmt.Sprintf(format, args...)}
+}
+
+// checkRow checks one row against the previous one.
+func checkRow(r *row, prevID int64, prevHash string, open map[string]int64) error {
+	if r.id != prevID+1 {
+		if r.id > prevID+1 {
+			return chainErr(prevID+1, "missing (the next row is %d)", r.id)
+		}
+		return chainErr(r.id, "out of order after row %d", prevID)
+	}
+	if r.format != rowFormat {
+		return chainErr(r.id, "unknown row format %d", r.format)
+	}
+	if r.prevHash != prevHash {
+		return chainErr(r.id, "prev_hash %s is not the hash of row %d (%s)", short(r.prevHash), prevID, short(prevHash))
+	}
+	if h := r.computeHash(); r.hash != h {
+		return chainErr(r.id, "hash %s does not match its contents (%s)", short(r.hash), short(h))
+	}
+	if _, err := time.Parse(timeLayout, r.time); err != nil {
+		return chainErr(r.id, "time %q is not %s", r.time, timeLayout)
+	}
+	switch Kind(r.kind) {
+	case KindCall:
+	case KindIntent:
+		if _, ok := open[r.callID]; ok {
+			return chainErr(r.id, "call id %s already has an open intent", r.callID)
+		}
+		open[r.callID] = r.id
+	case KindReceipt:
+		if _, ok := open[r.callID]; !ok {
+			return chainErr(r.id, "receipt for call %s follows no open intent", r.callID)
+		}
+		delete(open, r.callID)
+	default:
+		return chainErr(r.id, "unknown kind %q", r.kind)
+	}
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return strings.ToValidUTF8(h, "?")
+}

@@ -1,0 +1,292 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// seed writes 10 rows: calls 1–4, intent 5 with receipt 6, calls 7–9 and an
+// open intent 10.
+func seed(t *testing.T, j *Journal) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		if _, err := j.Record(ctx, readCall(), Result{Outcome: OutcomeOK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := j.Intent(ctx, writeCall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Receipt(ctx, in.CallID, Result{Outcome: OutcomeOK}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := j.Record(ctx, readCall(), Result{Outcome: OutcomeOK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.Intent(ctx, writeCall()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tamperer is a second connection to the journal's file, as someone with
+// write access to it would have: the append-only triggers are dropped
+// first, as such a person would.
+func tamperer(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, s := range []string{`DROP TRIGGER events_append_only_update`, `DROP TRIGGER events_append_only_delete`} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+// rehash recomputes the hash of row id from its stored columns, as someone
+// who knows the encoding would after changing it.
+func rehash(t *testing.T, db *sql.DB, id int64) {
+	t.Helper()
+	var r row
+	if err := db.QueryRow(`SELECT `+columns+` FROM events WHERE id = ?`, id).Scan(r.fields()...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE events SET hash = ? WHERE id = ?`, r.computeHash(), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyDetectsTampering(t *testing.T) {
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, db *sql.DB)
+		id     int64
+		reason string
+	}{
+		{"a changed argument", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET args = '{"path":"/nodes/pve1/qemu/999"}' WHERE id = 4`)
+		}, 4, "does not match its contents"},
+		{"a changed outcome", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET outcome = 'error' WHERE id = 6`)
+		}, 6, "does not match its contents"},
+		{"a changed key name, rehashed", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET key_name = 'bob' WHERE id = 2`)
+			rehash(t, db, 2)
+		}, 3, "prev_hash"},
+		{"a changed hash", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET hash = '`+strings.Repeat("a", 64)+`' WHERE id = 8`)
+		}, 8, "does not match its contents"},
+		{"a deleted row", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM events WHERE id = 7`)
+		}, 7, "missing (the next row is 8)"},
+		{"the first row deleted", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM events WHERE id = 1`)
+		}, 1, "missing"},
+		{"the last row deleted", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM events WHERE id = 10`)
+			mustExec(t, db, `DELETE FROM open_intents`)
+		}, 10, "ids up to 10 were given out"},
+		{"a row renumbered", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET id = 99 WHERE id = 3`)
+		}, 3, "missing"},
+		{"a forged row appended", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `INSERT INTO events SELECT 11, format, time, kind, 'forged', key_id, key_name, profile, policy,
+				transport, source, tailnet_user, tailnet_node, tool, endpoint, method, path_template, path, risk, args,
+				effect, reasons, decision_policy, policy_digest, prior_digest, prior_config, outcome, error, status,
+				duration_us, upid, job_id, '`+strings.Repeat("0", 64)+`', hash FROM events WHERE id = 9`)
+		}, 11, "prev_hash"},
+		{"a receipt removed from the open intents", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM open_intents`)
+		}, 10, "is not listed as open"},
+		{"a closed intent listed as open", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `INSERT INTO open_intents SELECT call_id, id FROM events WHERE id = 5`)
+		}, 5, "listed as an open intent"},
+		{"an unknown row format", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET format = 2 WHERE id = 5`)
+			rehash(t, db, 5)
+		}, 5, "unknown row format 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "journal.db")
+			j, err := Open(ctx, path, Options{Logger: quietLog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			seed(t, j)
+			if rep, err := j.Verify(ctx); err != nil || rep.Rows != 10 || rep.OpenIntents != 1 {
+				t.Fatalf("before tampering: %+v, %v", rep, err)
+			}
+			tc.tamper(t, tamperer(t, path))
+			rep, err := j.Verify(ctx)
+			var ce *ChainError
+			if !errors.Is(err, ErrTampered) || !errors.As(err, &ce) {
+				t.Fatalf("verify after tampering = %+v, %v", rep, err)
+			}
+			if ce.ID != tc.id || !strings.Contains(ce.Reason, tc.reason) {
+				t.Errorf("break at row %d (%s), want row %d (%s)", ce.ID, ce.Reason, tc.id, tc.reason)
+			}
+			// A break in the rows stops the walk there; a disagreement of the
+			// open intents is found after the walk.
+			if walked := strings.Contains(tc.reason, "open"); !walked && rep.Rows >= tc.id {
+				t.Errorf("report counts %d verified rows, the break is at %d", rep.Rows, tc.id)
+			}
+		})
+	}
+}
+
+// Rows cannot be changed or removed through SQL while the triggers stand.
+func TestAppendOnlyTriggers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(ctx, path, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	seed(t, j)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range []string{`UPDATE events SET outcome = 'ok' WHERE id = 1`, `DELETE FROM events WHERE id = 10`} {
+		if _, err := db.Exec(s); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if _, err := j.Verify(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// Truncating the newest rows and the sequence counter leaves a chain that
+// holds; only a head kept elsewhere shows it. This pins down that limit,
+// which docs/journal.md states.
+func TestTruncationNeedsAKeptHead(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(ctx, path, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	seed(t, j)
+	kept, err := j.Verify(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := tamperer(t, path)
+	mustExec(t, db, `DELETE FROM events WHERE id >= 9`)
+	mustExec(t, db, `DELETE FROM open_intents`)
+	mustExec(t, db, `UPDATE sqlite_sequence SET seq = 8 WHERE name = 'events'`)
+	rep, err := j.Verify(ctx)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if rep.HeadID == kept.HeadID || rep.Head == kept.Head {
+		t.Errorf("the truncated journal reports the kept head")
+	}
+}
+
+func mustExec(t *testing.T, db *sql.DB, s string) {
+	t.Helper()
+	if _, err := db.Exec(s); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+}
+
+// The canonical encoding is pinned: a change to it must be a new row
+// format, never a silent change that breaks every existing chain.
+func TestCanonicalEncodingIsPinned(t *testing.T) {
+	r := row{
+		id: 1, format: 1, time: "2026-11-30T10:04:05.123456Z", kind: "call", callID: "c1",
+		keyID: "abcdefghijklmnop", keyName: "alice", profile: "operator", transport: "loopback",
+		source: "127.0.0.1:1", tool: "proxmox_api_call", method: "GET", pathTemplate: "/version",
+		path: "/version", risk: "read", args: `{"a":1}`, effect: "allow", reasons: `[]`,
+		priorConfig: "null", outcome: "ok", status: 200, durationUS: 1500, prevHash: genesis,
+	}
+	c := r.canonical()
+	if !strings.HasPrefix(string(c), "proxmox-mcp journal row\x00\x00\x00\x00\x011\x00\x00\x00\x011\x00\x00\x00\x1b2026-11-30T10:04:05.123456Z") {
+		t.Errorf("canonical encoding starts %q", c[:64])
+	}
+	// Computed by the independent Python verifier in docs/journal.md.
+	const want = "a8fdd769053f5f8b38be434f6498c8826282f30a7eec39778b75d0bba09fc4c5"
+	got := r.computeHash()
+	if got != want {
+		t.Errorf("hash = %s, want %s", got, want)
+	}
+	// Every column takes part: changing any one changes the hash.
+	f := r.fields()
+	for i := range f[:len(f)-1] {
+		m := r
+		switch p := m.fields()[i].(type) {
+		case *int64:
+			*p++
+		case *string:
+			*p += "x"
+		}
+		if m.computeHash() == got {
+			t.Errorf("column %d is not covered by the hash", i)
+		}
+	}
+}
+
+// The chain of a large journal verifies, and the walk crosses the chunk
+// boundaries of Verify.
+func TestVerifyAcrossChunks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 10k rows")
+	}
+	ctx := context.Background()
+	j := openTest(t, Options{})
+	fill(t, j, 2*verifyChunk+17)
+	rep, err := j.Verify(ctx)
+	if err != nil || rep.Rows != 2*verifyChunk+17 {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+// fill writes n call rows through 32 concurrent writers (so that they
+// share commits).
+func fill(t testing.TB, j *Journal, n int) {
+	t.Helper()
+	ctx := context.Background()
+	const writers = 32
+	errs := make(chan error, writers)
+	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for w := 0; w < writers; w++ {
+		go func() {
+			for i := w; i < n; i += writers {
+				c := readCall()
+				c.Time = base.Add(time.Duration(i) * time.Millisecond)
+				c.Args = map[string]any{"i": i, "path": fmt.Sprintf("/nodes/pve1/qemu/%d/status/current", 100+i%50)}
+				if _, err := j.Record(ctx, c, Result{Outcome: OutcomeOK, Duration: time.Millisecond}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < writers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package journal
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// migration brings the schema from version n to n+1 inside a transaction.
+type migration struct {
+	summary string
+	apply   func(ctx context.Context, tx *sql.Tx) error
+}
+
+// migrations are applied in order; the schema version (PRAGMA
+// user_version) is the number applied. A released migration is never
+// changed: a change is a new migration.
+var migrations = [...]migration{
+	{"events with a SHA-256 chain, open intents, meta", migrate1},
+}
+
+// SchemaVersion is the schema version this package writes.
+const SchemaVersion = len(migrations)
+
+func migrate1(ctx context.Context, tx *sql.Tx) error {
+	stmts := []string{
+		`CREATE TABLE meta (
+			name  TEXT PRIMARY KEY,
+			value TEXT NOT NULL
+		) STRICT`,
+		// events: one row per call, intent or receipt. Columns are
+		// described in docs/journal.md; every column but hash is covered
+		// by hash, in this order.
+		`CREATE TABLE events (
+			id              INTEGER PRIMARY KEY AUTOINCREMENT,
+			format          INTEGER NOT NULL,
+			time            TEXT NOT NULL,
+			kind            TEXT NOT NULL CHECK (kind IN ('call', 'intent', 'receipt')),
+			call_id         TEXT NOT NULL,
+			key_id          TEXT NOT NULL,
+			key_name        TEXT NOT NULL,
+			profile         TEXT NOT NULL,
+			policy          TEXT NOT NULL,
+			transport       TEXT NOT NULL,
+			source          TEXT NOT NULL,
+			tailnet_user    TEXT NOT NULL,
+			tailnet_node    TEXT NOT NULL,
+			tool            TEXT NOT NULL,
+			endpoint        TEXT NOT NULL,
+			method          TEXT NOT NULL,
+			path_template   TEXT NOT NULL,
+			path            TEXT NOT NULL,
+			risk            TEXT NOT NULL,
+			args            TEXT NOT NULL,
+			effect          TEXT NOT NULL,
+			reasons         TEXT NOT NULL,
+			decision_policy TEXT NOT NULL,
+			policy_digest   TEXT NOT NULL,
+			prior_digest    TEXT NOT NULL,
+			prior_config    TEXT NOT NULL,
+			outcome         TEXT NOT NULL,
+			error           TEXT NOT NULL,
+			status          INTEGER NOT NULL,
+			duration_us     INTEGER NOT NULL,
+			upid            TEXT NOT NULL,
+			job_id          TEXT NOT NULL,
+			prev_hash       TEXT NOT NULL,
+			hash            TEXT NOT NULL
+		) STRICT`,
+		// A call id has at most one row of each kind.
+		`CREATE UNIQUE INDEX events_call ON events (call_id, kind)`,
+		`CREATE INDEX events_upid ON events (upid) WHERE upid <> ''`,
+		// Rows are never changed or removed through SQL. (Someone with
+		// write access to the file can drop these triggers; the hash chain
+		// is what shows that.)
+		`CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+			BEGIN SELECT RAISE(ABORT, 'journal events are append-only'); END`,
+		`CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+			BEGIN SELECT RAISE(ABORT, 'journal events are append-only'); END`,
+		// open_intents is derived from events (intents without a receipt),
+		// kept in the same transactions so that finding them costs
+		// O(open) rather than a scan; Verify checks it against the rows.
+		`CREATE TABLE open_intents (
+			call_id  TEXT PRIMARY KEY,
+			event_id INTEGER NOT NULL
+		) STRICT`,
+		fmt.Sprintf(`PRAGMA application_id = %d`, applicationID),
+	}
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	var salt [32]byte
+	if _, err := rand.Read(salt[:]); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES ('redaction_salt', ?), ('created', ?)`,
+		hex.EncodeToString(salt[:]), time.Now().UTC().Format(timeLayout))
+	return err
+}
+
+// identify reads the file's application id and schema version, and
+// whether it has tables at all.
+func identify(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (appID, version int, tables int, err error) {
+	if err = q.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+		return
+	}
+	if err = q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return
+	}
+	err = q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&tables)
+	return
+}
+
+// checkIdentity refuses files that are not journals or are too new.
+func (j *Journal) checkIdentity(appID, version, tables int) error {
+	switch {
+	case appID == 0 && version == 0 && tables == 0:
+		return nil // empty: a new journal
+	case appID != applicationID:
+		return fmt.Errorf("journal: open %s: not a proxmox-mcp journal (SQLite application id %#x)", j.path, appID)
+	case version > SchemaVersion:
+		return fmt.Errorf("journal: open %s: schema version %d is newer than this binary knows (%d); use a newer proxmox-mcp", j.path, version, SchemaVersion)
+	}
+	return nil
+}
+
+// migrate applies the migrations the file lacks, each in its own
+// transaction.
+func (j *Journal) migrate(ctx context.Context) error {
+	appID, version, tables, err := identify(ctx, j.w)
+	if err != nil {
+		return fmt.Errorf("journal: open %s: %w", j.path, err)
+	}
+	if err := j.checkIdentity(appID, version, tables); err != nil {
+		return err
+	}
+	for v := version; v < SchemaVersion; v++ {
+		m := migrations[v]
+		tx, err := j.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, v+1, err)
+		}
+		if err := m.apply(ctx, tx); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("journal: migrate %s to version %d (%s): %w", j.path, v+1, m.summary, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, v+1, err)
+		}
+		j.log.Info("journal: schema migrated", "path", j.path, "version", v+1, "migration", m.summary)
+	}
+	return nil
+}
+
+// checkVersion checks, through the read pool, that the file is a journal of
+// exactly this schema version (a read-only open cannot migrate).
+func (j *Journal) checkVersion(ctx context.Context) error {
+	appID, version, tables, err := identify(ctx, j.r)
+	if err != nil {
+		return fmt.Errorf("journal: open %s: %w", j.path, err)
+	}
+	if appID == 0 && version == 0 && tables == 0 {
+		return fmt.Errorf("journal: open %s: the file is empty, not yet a journal (the daemon creates it when it first starts)", j.path)
+	}
+	if err := j.checkIdentity(appID, version, tables); err != nil {
+		return err
+	}
+	if version < SchemaVersion {
+		return fmt.Errorf("journal: open %s: schema version %d is older than this binary's %d; the daemon upgrades it when it next starts", j.path, version, SchemaVersion)
+	}
+	return nil
+}
+
+// meta reads one value of the meta table.
+func (j *Journal) meta(ctx context.Context, name string) (string, error) {
+	var v string
+	err := j.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("journal: open %s: meta %q is missing", j.path, name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("journal: open %s: meta %q: %w", j.path, name, err)
+	}
+	return v, nil
+}

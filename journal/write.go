@@ -1,0 +1,354 @@
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Record writes a whole call in one row (kind "call"): a read, a refusal
+// (outcome denied or invalid), or any call that sends nothing to PVE. Call
+// it when the call has ended and before the reply is sent; it returns once
+// the row is durable (fsynced). The returned event is the row as stored.
+func (j *Journal) Record(ctx context.Context, c Call, res Result) (Event, error) {
+	r, err := j.callRow(KindCall, &c)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := res.check(KindCall, c.Decision.Effect); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	j.setResult(&r, &res)
+	return j.write(ctx, &r)
+}
+
+// Intent writes the intent of a write before it is sent to PVE (kind
+// "intent", outcome "pending"). For a configuration edit, c.PriorDigest
+// and c.PriorConfig hold the configuration the edit was planned against.
+// It returns once the row is durable; if it fails, the write must not be
+// sent. The event's CallID links the intent to its receipt; a crash before
+// the receipt leaves an open intent ([Journal.OpenIntents]).
+func (j *Journal) Intent(ctx context.Context, c Call) (Event, error) {
+	r, err := j.callRow(KindIntent, &c)
+	if err != nil {
+		return Event{}, err
+	}
+	r.outcome = string(OutcomePending)
+	return j.write(ctx, &r)
+}
+
+// Receipt closes the intent of callID with how the write ended (kind
+// "receipt"): ok, error, uncertain (sent, answer lost), task_running or
+// task_failed, with the UPID and job id when a task started. The receipt
+// repeats the intent's principal, tool, paths and decision, so it reads on
+// its own; its arguments are on the intent. Errors: ErrNoIntent,
+// ErrReceiptExists.
+func (j *Journal) Receipt(ctx context.Context, callID string, res Result) (Event, error) {
+	if err := checkCallID(callID); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := res.check(KindReceipt, ""); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	r := row{kind: string(KindReceipt), callID: callID, time: j.now().UTC().Format(timeLayout)}
+	j.setResult(&r, &res)
+	return j.write(ctx, &r)
+}
+
+// callRow builds the row of a call or intent: validated, with a call id
+// and a time, arguments and prior configuration redacted.
+func (j *Journal) callRow(kind Kind, c *Call) (row, error) {
+	if err := c.check(); err != nil {
+		return row{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	id := c.ID
+	if id == "" {
+		var err error
+		if id, err = newCallID(); err != nil {
+			return row{}, err
+		}
+	}
+	t := c.Time
+	if t.IsZero() {
+		t = j.now()
+	}
+	scope := c.PathTemplate
+	if scope == "" {
+		scope = c.Path
+	}
+	args, err := j.redactedJSON("args", scope, c.Args)
+	if err != nil {
+		return row{}, err
+	}
+	prior, err := j.redactedJSON("prior_config", scope, c.PriorConfig)
+	if err != nil {
+		return row{}, err
+	}
+	reasons := c.Decision.Reasons
+	if reasons == nil {
+		reasons = []string{}
+	}
+	rs, err := json.Marshal(reasons)
+	if err != nil {
+		return row{}, fmt.Errorf("%w: decision.reasons: %w", ErrInvalid, err)
+	}
+	p := c.Principal
+	return row{
+		time: t.UTC().Format(timeLayout), kind: string(kind), callID: id,
+		keyID: p.KeyID, keyName: p.KeyName, profile: p.Profile, policy: p.Policy,
+		transport: p.Transport, source: p.Source, tailnetUser: p.TailnetUser, tailnetNode: p.TailnetNode,
+		tool: c.Tool, endpoint: c.Endpoint, method: c.Method, pathTemplate: c.PathTemplate,
+		path: j.red.Text(c.Path), risk: c.Risk, args: string(args),
+		effect: c.Decision.Effect, reasons: j.red.Text(string(rs)), decisionPol: c.Decision.Policy,
+		policyDigest: c.Decision.PolicyDigest, priorDigest: c.PriorDigest, priorConfig: string(prior),
+	}, nil
+}
+
+// redactedJSON redacts v; a document larger than maxJSON is replaced by a
+// note of its size and SHA-256, so an oversized call is still recorded.
+func (j *Journal) redactedJSON(field, scope string, v any) (json.RawMessage, error) {
+	b, err := j.red.JSON(scope, v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, field, err)
+	}
+	if len(b) > maxJSON {
+		sum := sha256.Sum256(b)
+		b, err = json.Marshal(map[string]any{"_omitted": "too large for the journal", "bytes": len(b), "sha256": hex.EncodeToString(sum[:])})
+		if err != nil {
+			return nil, fmt.Errorf("journal: %s: %w", field, err)
+		}
+	}
+	return b, nil
+}
+
+// setResult fills the result columns.
+func (j *Journal) setResult(r *row, res *Result) {
+	r.outcome = string(res.Outcome)
+	msg := strings.ToValidUTF8(j.red.Text(res.Error), "\uFFFD")
+	if len(msg) > maxError {
+		cut := maxError
+		for cut > 0 && !isRuneStart(msg[cut]) {
+			cut--
+		}
+		msg = fmt.Sprintf("%s… [%d more bytes]", msg[:cut], len(msg)-cut)
+	}
+	r.errorText = msg
+	r.status = int64(res.Status)
+	r.durationUS = res.Duration.Microseconds()
+	r.upid = res.UPID
+	r.jobID = res.JobID
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Write requests pass from the callers to the writer goroutine.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqCancelled
+)
+
+type writeReq struct {
+	r     *row
+	state atomic.Int32
+	done  chan error
+}
+
+// write hands a row to the writer goroutine and waits until it is durable.
+// A caller whose context ends while the row is still queued withdraws it;
+// once the writer has taken it, write waits for the commit, so an error
+// always means the row was not written.
+func (j *Journal) write(ctx context.Context, r *row) (Event, error) {
+	if j.readOnly {
+		return Event{}, ErrReadOnly
+	}
+	req := &writeReq{r: r, done: make(chan error, 1)}
+	j.mu.RLock()
+	if j.closed {
+		j.mu.RUnlock()
+		return Event{}, ErrClosed
+	}
+	select {
+	case j.reqs <- req:
+	case <-ctx.Done():
+		j.mu.RUnlock()
+		return Event{}, fmt.Errorf("journal: nothing written: %w", ctx.Err())
+	}
+	j.mu.RUnlock()
+	var err error
+	select {
+	case err = <-req.done:
+	case <-ctx.Done():
+		if req.state.CompareAndSwap(reqQueued, reqCancelled) {
+			return Event{}, fmt.Errorf("journal: nothing written: %w", ctx.Err())
+		}
+		err = <-req.done
+	}
+	if err != nil {
+		return Event{}, err
+	}
+	return r.event()
+}
+
+// writer commits queued rows in batches: one transaction and one fsync for
+// as many rows as are waiting (up to MaxBatch), so many concurrent callers
+// share the cost of durability.
+func (j *Journal) writer() {
+	defer close(j.stopped)
+	batch := make([]*writeReq, 0, j.maxBatch)
+	for req := range j.reqs {
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < j.maxBatch {
+			select {
+			case r, ok := <-j.reqs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		j.commit(batch)
+	}
+}
+
+// commitTimeout bounds one batch (a stuck disk must not hang callers
+// forever; the busy timeout bounds lock waits separately).
+const commitTimeout = 30 * time.Second
+
+// commit writes one batch. A request that breaks a rule (ErrNoIntent,
+// ErrReceiptExists, ErrDuplicateCall) fails alone; any other error fails
+// the whole batch and writes nothing.
+func (j *Journal) commit(batch []*writeReq) {
+	live := make([]*writeReq, 0, len(batch))
+	for _, req := range batch {
+		if req.state.CompareAndSwap(reqQueued, reqTaken) {
+			live = append(live, req)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	errs := make([]error, len(live))
+	respond := func() {
+		for i, req := range live {
+			if errs[i] != nil {
+				j.stats.failures.Add(1)
+			} else {
+				j.stats.rows.Add(1)
+			}
+			req.done <- errs[i]
+		}
+	}
+	failAll := func(err error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		respond()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	tx, err := j.w.BeginTx(ctx, nil)
+	if err != nil {
+		failAll(fmt.Errorf("journal: begin: %w", err))
+		return
+	}
+	headID, headHash := int64(0), genesis
+	err = tx.QueryRowContext(ctx, `SELECT id, hash FROM events ORDER BY id DESC LIMIT 1`).Scan(&headID, &headHash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		tx.Rollback()
+		failAll(fmt.Errorf("journal: read the chain head: %w", err))
+		return
+	}
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (`+columns+`) VALUES (`+strings.Repeat("?, ", 33)+`?)`)
+	if err != nil {
+		tx.Rollback()
+		failAll(fmt.Errorf("journal: prepare: %w", err))
+		return
+	}
+	written := 0
+	for i, req := range live {
+		ruleErr, err := j.append(ctx, tx, insert, req.r, headID, headHash)
+		if err != nil {
+			tx.Rollback()
+			failAll(fmt.Errorf("journal: append: %w", err))
+			return
+		}
+		if ruleErr != nil {
+			errs[i] = ruleErr
+			continue
+		}
+		headID, headHash = req.r.id, req.r.hash
+		written++
+	}
+	if written == 0 {
+		tx.Rollback()
+		respond()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		failAll(fmt.Errorf("journal: commit: %w", err))
+		return
+	}
+	j.stats.commits.Add(1)
+	respond()
+	j.notify()
+}
+
+// append inserts one row at the head of the chain. ruleErr reports a
+// request that breaks a rule (nothing was written for it); err is a
+// database failure that dooms the batch.
+func (j *Journal) append(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *row, headID int64, headHash string) (ruleErr, err error) {
+	switch Kind(r.kind) {
+	case KindReceipt:
+		var in row
+		err := tx.QueryRowContext(ctx, `SELECT `+columns+` FROM events WHERE call_id = ? AND kind = 'intent'`, r.callID).Scan(in.fields()...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrNoIntent, r.callID), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var open int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM open_intents WHERE call_id = ?`, r.callID).Scan(&open); err != nil {
+			return nil, err
+		}
+		if open == 0 {
+			return fmt.Errorf("%w: %s", ErrReceiptExists, r.callID), nil
+		}
+		r.keyID, r.keyName, r.profile, r.policy = in.keyID, in.keyName, in.profile, in.policy
+		r.transport, r.source, r.tailnetUser, r.tailnetNode = in.transport, in.source, in.tailnetUser, in.tailnetNode
+		r.tool, r.endpoint, r.method, r.pathTemplate, r.path, r.risk = in.tool, in.endpoint, in.method, in.pathTemplate, in.path, in.risk
+		r.effect, r.reasons, r.decisionPol, r.policyDigest = in.effect, in.reasons, in.decisionPol, in.policyDigest
+		r.args, r.priorConfig, r.priorDigest = "null", "null", ""
+	default:
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE call_id = ?`, r.callID).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: %s", ErrDuplicateCall, r.callID), nil
+		}
+	}
+	r.id, r.format, r.prevHash = headID+1, rowFormat, headHash
+	r.hash = r.computeHash()
+	if _, err := insert.ExecContext(ctx, r.values()...); err != nil {
+		return nil, err
+	}
+	switch Kind(r.kind) {
+	case KindIntent:
+		_, err = tx.ExecContext(ctx, `INSERT INTO open_intents (call_id, event_id) VALUES (?, ?)`, r.callID, r.id)
+	case KindReceipt:
+		_, err = tx.ExecContext(ctx, `DELETE FROM open_intents WHERE call_id = ?`, r.callID)
+	}
+	return nil, err
+}
