@@ -47,10 +47,11 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 	p := c.Principal
 	fmt.Fprintf(&b, "You are connected to a Proxmox VE host through proxmox-mcp as key %q (id %s), over %s.\n", p.Name, p.KeyID, p.Transport)
 	fmt.Fprintf(&b, "Your key is bound to %s; its calls reach PVE with the %s-tier API token, so PVE's own permission check stands behind the policy.\n", c.Binding, c.Tier)
+	sw := s.currentSwitches()
 	switch {
-	case s.opts.Switches.ReadOnly:
+	case sw.ReadOnly:
 		b.WriteString("The daemon is in read-only mode: nothing can be changed, whatever the key.\n")
-	case !s.opts.Switches.AllowMutations:
+	case !sw.AllowMutations:
 		b.WriteString("Mutations are turned off on this daemon (allow_mutations is false): you can read, not change.\n")
 	}
 	fmt.Fprintf(&b, "\nYou may use %d API endpoints: %d read, %d write, %d destructive.\n", len(visible), byRisk[schema.RiskRead], byRisk[schema.RiskWrite], byRisk[schema.RiskDestructive])

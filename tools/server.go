@@ -114,9 +114,25 @@ type Server struct {
 	opts Options
 	mcp  *server.MCPServer
 
-	mu      sync.Mutex // guards reg and the registered expanded tools
-	reg     *schema.Registry
-	confirm *confirmations
+	mu       sync.Mutex // guards reg and switches
+	reg      *schema.Registry
+	switches Switches
+	confirm  *confirmations
+}
+
+// SetSwitches changes the daemon-wide switches (a reload); the tool lists
+// of clients with sessions are told to refresh.
+func (s *Server) SetSwitches(sw Switches) {
+	s.mu.Lock()
+	s.switches = sw
+	s.mu.Unlock()
+	s.mcp.SendNotificationToAllClients("notifications/tools/list_changed", nil)
+}
+
+func (s *Server) currentSwitches() Switches {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.switches
 }
 
 // New builds the MCP server. Call Refresh whenever the registry changes.
@@ -158,7 +174,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Limits.MaxWait <= 0 {
 		opts.Limits.MaxWait = 10 * time.Minute
 	}
-	s := &Server{opts: opts, confirm: newConfirmations(opts.ConfirmKey, opts.Now)}
+	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now)}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(false),
@@ -260,10 +276,11 @@ func (s *Server) switchRefusal(method string) string {
 	if method == "GET" {
 		return ""
 	}
-	if s.opts.Switches.ReadOnly {
+	sw := s.currentSwitches()
+	if sw.ReadOnly {
 		return "the daemon's read_only switch is on: no call that changes anything is accepted, whatever the key"
 	}
-	if !s.opts.Switches.AllowMutations {
+	if !sw.AllowMutations {
 		return "the daemon's allow_mutations switch is off: an operator must turn it on before any call may change anything"
 	}
 	return ""

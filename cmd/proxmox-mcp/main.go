@@ -46,6 +46,7 @@ func commands() map[string]command {
 	for _, set := range []map[string]command{
 		schemaCommands(),
 		simCommands(),
+		serveCommands(),
 		keyCommands(),
 		policyCommands(),
 	} {

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/daemon"
+	"github.com/proxmox-mcp/proxmox-mcp/tools"
+)
+
+func serveCommands() map[string]command {
+	return map[string]command{
+		"serve":           {"run the daemon (loopback HTTP and the configured listeners)", (*cli).serve},
+		"stdio":           {"serve MCP over stdin/stdout for one key (PMCP_KEY or --key-file), or --local-root", (*cli).stdio},
+		"config validate": {"check a configuration file without starting anything", (*cli).configValidate},
+		"demo":            {"run the daemon against the built-in PVE simulator, with a key, until interrupted", (*cli).demo},
+	}
+}
+
+// logger writes structured logs to stderr (the journal when under systemd).
+func (c *cli) logger(level string) *slog.Logger {
+	var l slog.Level
+	switch level {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func (c *cli) serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file (default "+config.DefaultFile+")")
+	stateDir := fs.String("state-dir", "", "state directory (overrides the configuration's)")
+	if _, err := parse(fs, args, 0, "proxmox-mcp serve [--config FILE] [--state-dir DIR]"); err != nil {
+		return err
+	}
+	cfg, err := config.Resolve(*cfgPath, *stateDir)
+	if err != nil {
+		return err
+	}
+	log := c.logger(cfg.Log.Level)
+	d, err := daemon.New(c.ctx, daemon.Options{Config: cfg, ConfigPath: *cfgPath, Version: version, Logger: log})
+	if err != nil {
+		return err
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			if err := d.Reload(c.ctx); err != nil {
+				log.Error("reload failed; the running configuration stays", "error", err)
+			}
+		}
+	}()
+	return d.Run(c.ctx)
+}
+
+func (c *cli) stdio(args []string) error {
+	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file (default "+config.DefaultFile+")")
+	stateDir := fs.String("state-dir", "", "state directory (overrides the configuration's)")
+	keyFile := fs.String("key-file", "", "file holding the key (else $PMCP_KEY)")
+	localRoot := fs.Bool("local-root", false, "act as root on this host, without a key (uid 0 only; audited as local-root)")
+	if _, err := parse(fs, args, 0, "proxmox-mcp stdio [--config FILE] [--key-file FILE | --local-root]"); err != nil {
+		return err
+	}
+	cfg, err := config.Resolve(*cfgPath, *stateDir)
+	if err != nil {
+		return err
+	}
+	log := c.logger(cfg.Log.Level)
+	var key string
+	switch {
+	case *localRoot && (*keyFile != "" || os.Getenv("PMCP_KEY") != ""):
+		return usagef("--local-root takes no key")
+	case *localRoot:
+		if os.Geteuid() != 0 {
+			return errors.New("--local-root is only for uid 0 on the host")
+		}
+	case *keyFile != "":
+		b, err := os.ReadFile(*keyFile)
+		if err != nil {
+			return fmt.Errorf("--key-file: %w", err)
+		}
+		key = strings.TrimSpace(string(b))
+	default:
+		key = os.Getenv("PMCP_KEY")
+		if key == "" {
+			return usagef("give the key in $PMCP_KEY or --key-file, or use --local-root as root")
+		}
+	}
+	d, err := daemon.New(c.ctx, daemon.Options{Config: cfg, ConfigPath: *cfgPath, Version: version, Logger: log})
+	if err != nil {
+		return err
+	}
+	var caller tools.Caller
+	if *localRoot {
+		caller = daemon.LocalRoot()
+	} else if caller, err = d.StdioCaller(c.ctx, key); err != nil {
+		return err
+	}
+	return d.ServeStdio(c.ctx, os.Stdin, os.Stdout, caller)
+}
+
+func (c *cli) configValidate(args []string) error {
+	fs := flag.NewFlagSet("config validate", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the configuration as read, with defaults")
+	files, err := parse(fs, args, 1, "proxmox-mcp config validate FILE [--json]")
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(files[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(c, cfg)
+	}
+	tiers := make([]string, 0, len(cfg.PVE.Tokens))
+	for _, t := range config.Tiers() {
+		if _, ok := cfg.PVE.Tokens[t]; ok {
+			tiers = append(tiers, t)
+		}
+	}
+	mode := cfg.Tools.Mode
+	if mode == "" {
+		mode = "compact"
+	}
+	fmt.Fprintf(c.stdout, "%s: valid (version %d)\n  state_dir        %s\n  schema           %s\n  pve              %s (tokens: %s)\n  loopback         %s\n  tools            %s\n  read_only        %v\n  allow_mutations  %v\n",
+		files[0], cfg.Version, cfg.StateDir, cfg.SchemaPath(), cfg.PVEURL(), orNone(strings.Join(tiers, ", ")), cfg.LoopbackAddress(),
+		mode, cfg.ReadOnly, cfg.AllowMutations)
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func (c *cli) demo(args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8765", "loopback address of the MCP endpoint")
+	profile := fs.String("profile", "operator", "profile of the demo key: read-only, operator, admin or root")
+	apidoc := fs.String("apidoc", "", "serve this real apidoc.js instead of the built-in schema")
+	asJSON := fs.Bool("json", false, "print one JSON line {\"url\", \"key\"} once ready")
+	stateDir := fs.String("state-dir", "", "keep the demo's state here (default: a temporary directory)")
+	if _, err := parse(fs, args, 0, "proxmox-mcp demo [--listen ADDR] [--profile P] [--apidoc FILE] [--json]"); err != nil {
+		return err
+	}
+	log := c.logger("warn")
+	return daemon.RunDemo(c.ctx, daemon.DemoOptions{Listen: *listen, Profile: *profile, APIDoc: *apidoc, StateDir: *stateDir, Version: version, Logger: log},
+		func(info daemon.DemoInfo) {
+			if *asJSON {
+				line, _ := json.Marshal(map[string]string{"url": info.URL, "key": info.Key, "profile": info.Profile})
+				fmt.Fprintln(c.stdout, string(line))
+				return
+			}
+			c.printDemo(info)
+		})
+}
+
+func (c *cli) printDemo(info daemon.DemoInfo) {
+	cfg, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"proxmox": map[string]any{
+		"type": "http", "url": info.URL, "headers": map[string]string{"Authorization": "Bearer " + info.Key},
+	}}}, "  ", "  ")
+	fmt.Fprintf(c.stdout, `proxmox-mcp demo: the MCP daemon in front of a simulated Proxmox VE cluster
+(3 nodes, one of them down; 4 VMs, 2 containers, 3 storages). Nothing here touches a real host.
+
+  MCP endpoint  %s
+  API key       %s
+                (profile %s; shown once; the demo forgets it when it stops)
+  API schema    %s
+
+Client configuration (Claude Desktop, Cursor, VS Code and most clients take this shape):
+  %s
+
+MCP Inspector:
+  npx @modelcontextprotocol/inspector --cli %s --transport http \
+    --header "Authorization: Bearer %s" --method tools/list
+
+Serving until interrupted (Ctrl-C).
+`, info.URL, info.Key, info.Profile, info.Schema, cfg, info.URL, info.Key)
+}

@@ -1,0 +1,460 @@
+// Package daemon is the running system: it builds every subsystem from the
+// configuration (schema source, keys, policies, journal, PVE clients, the
+// guard, the tools, the listeners), owns their lifecycle (start, reload on
+// SIGHUP, graceful drain and stop) and answers readiness.
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
+	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"github.com/proxmox-mcp/proxmox-mcp/pve"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+	"github.com/proxmox-mcp/proxmox-mcp/tools"
+	"github.com/proxmox-mcp/proxmox-mcp/transport"
+)
+
+// Options configure a daemon.
+type Options struct {
+	// Config is the parsed configuration.
+	Config *config.Config
+	// ConfigPath is where it came from, for Reload ("" when built in code).
+	ConfigPath string
+	// Version is the build's version.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Daemon is the running system.
+type Daemon struct {
+	opts   Options
+	cfg    *config.Config
+	log    *slog.Logger
+	schema *schema.Source
+	keys   *keys.Store
+	verify *keys.Verifier
+	pstore *policy.Store
+	engine *policy.Engine
+	jrnl   *journal.Journal
+	pve    *tierClients
+	guard  *breakglass.Guard
+	tools  *tools.Server
+
+	mu        sync.Mutex
+	listeners []*listener
+	ready     chan struct{}
+}
+
+type listener struct {
+	name string
+	addr string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// New builds every subsystem. It fails, saying which and why, when one
+// cannot work: no usable schema, an unreadable state directory or journal,
+// a token secret that cannot be read.
+func New(ctx context.Context, opts Options) (*Daemon, error) {
+	if opts.Config == nil {
+		return nil, errors.New("daemon: a configuration is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg := opts.Config
+	d := &Daemon{opts: opts, cfg: cfg, log: opts.Logger, ready: make(chan struct{})}
+	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	d.schema = schema.NewSource(schema.SourceOptions{
+		Path:   cfg.SchemaPath(),
+		Cache:  schema.NewCache(cfg.SchemaCacheDir()),
+		Logger: d.log,
+		Observe: func(ev schema.Event) {
+			if ev.Kind == schema.EventReloaded && d.tools != nil {
+				d.tools.Refresh()
+			}
+		},
+	})
+	if err := d.schema.Load(ctx); err != nil {
+		return nil, err
+	}
+	var err error
+	if d.pstore, err = policy.NewStore(cfg.StateDir, time.Now); err != nil {
+		return nil, fmt.Errorf("policy store: %w", err)
+	}
+	if d.engine, err = policy.NewEngine(ctx, d.pstore, policy.EngineOptions{Logger: d.log}); err != nil {
+		return nil, fmt.Errorf("policy engine: %w", err)
+	}
+	if d.keys, err = keys.Open(cfg.StateDir, keys.Options{Logger: d.log}); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	if d.verify, err = keys.NewVerifier(d.keys, keys.VerifierOptions{Logger: d.log}); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	if d.jrnl, err = journal.Open(ctx, cfg.JournalPath(), journal.Options{Logger: d.log}); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if d.pve, err = newTierClients(cfg, d.log); err != nil {
+		d.jrnl.Close()
+		return nil, err
+	}
+	d.guard = breakglass.NewGuard(breakglass.Protected{Paths: cfg.Protected.Paths, Volumes: cfg.Protected.Volumes, Devices: cfg.Protected.Devices})
+	mode, err := tools.ParseMode(cfg.Tools.Mode)
+	if err != nil {
+		return nil, err
+	}
+	confirmKey := make([]byte, 32)
+	if _, err := rand.Read(confirmKey); err != nil {
+		return nil, err
+	}
+	d.tools, err = tools.New(tools.Options{
+		Name: "proxmox-mcp", Version: opts.Version, Mode: mode,
+		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: auditor{d.jrnl}, Guard: d.guard,
+		Switches:   tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations},
+		Limits:     tools.Limits{MaxResultBytes: cfg.Tools.MaxResultBytes},
+		ConfirmKey: confirmKey, Logger: d.log,
+	})
+	if err != nil {
+		d.jrnl.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Keys is the key store, for the demo and the installer.
+func (d *Daemon) Keys() *keys.Store { return d.keys }
+
+// Schema is the live schema source.
+func (d *Daemon) Schema() *schema.Source { return d.schema }
+
+// Run opens the listeners, follows apidoc.js and serves until ctx ends,
+// then drains calls in flight (up to 30 s) and closes everything.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.listen(); err != nil {
+		d.jrnl.Close()
+		return err
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		if err := d.schema.Watch(watchCtx); err != nil {
+			d.log.Error("daemon: schema watcher stopped", "error", err)
+		}
+	}()
+	errc := make(chan error, len(d.listeners))
+	for _, l := range d.listeners {
+		go func(l *listener) {
+			d.log.Info("daemon: listening", "listener", l.name, "address", l.ln.Addr().String())
+			if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("listener %s: %w", l.name, err)
+			}
+		}(l)
+	}
+	close(d.ready)
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	d.log.Info("daemon: stopping; draining calls in flight")
+	drain, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, l := range d.listeners {
+		if err := l.srv.Shutdown(drain); err != nil {
+			d.log.Warn("daemon: listener did not drain", "listener", l.name, "error", err)
+		}
+	}
+	stopWatch()
+	d.pve.close()
+	if err := d.jrnl.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("journal: %w", err)
+	}
+	return runErr
+}
+
+// Ready is closed once every listener is open.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
+
+// Addresses returns the listeners' actual addresses, by name.
+func (d *Daemon) Addresses() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]string{}
+	for _, l := range d.listeners {
+		out[l.name] = l.ln.Addr().String()
+	}
+	return out
+}
+
+func (d *Daemon) listen() error {
+	addr := d.cfg.LoopbackAddress()
+	hosts, err := transport.LoopbackHosts(addr)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("loopback listener: %w", err)
+	}
+	// With port 0 the real port is known only now.
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
+		if hosts, err = transport.LoopbackHosts(ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	var origins []string
+	if lb := d.cfg.Listen.Loopback; lb != nil {
+		origins = lb.AllowedOrigins
+	}
+	h, err := transport.NewHandler(transport.HTTPOptions{
+		Listener:       "loopback",
+		MCP:            transport.NewStreamable(d.tools.MCP(), d.log),
+		Authenticate:   d.authenticate,
+		AllowedHosts:   hosts,
+		AllowedOrigins: origins,
+		MaxBodyBytes:   d.cfg.HTTP.MaxBodyBytes,
+		Ready:          d.readiness,
+		Logger:         d.log,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	d.mu.Lock()
+	d.listeners = append(d.listeners, &listener{name: "loopback", addr: addr, ln: ln, srv: transport.NewServer(h)})
+	d.mu.Unlock()
+	return nil
+}
+
+// authenticate verifies a bearer key and makes the caller of the request.
+func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source string, _ *http.Request) (context.Context, error) {
+	host := source
+	if h, _, err := net.SplitHostPort(source); err == nil {
+		host = h
+	}
+	p, err := d.verify.Verify(ctx, key, host)
+	if err != nil {
+		if errors.Is(err, keys.ErrRateLimited) {
+			return nil, &transport.RateLimitError{RetryAfter: 10 * time.Second}
+		}
+		return nil, err
+	}
+	c, err := d.caller(ctx, p, listenerName, host)
+	if err != nil {
+		return nil, err
+	}
+	return tools.WithCaller(ctx, c), nil
+}
+
+// caller turns a verified key into the caller the tools see.
+func (d *Daemon) caller(ctx context.Context, p keys.Principal, transportName, source string) (tools.Caller, error) {
+	b := policy.Binding{Profile: p.Profile, Policy: p.Policy}
+	tier, err := d.tierOf(ctx, b)
+	if err != nil {
+		return tools.Caller{}, err
+	}
+	return tools.Caller{
+		Principal: policy.Principal{KeyID: p.KeyID, Name: p.Name, Profile: p.Profile, Policy: p.Policy, Transport: transportName, Source: source},
+		Binding:   b,
+		Tier:      tier,
+	}, nil
+}
+
+// tierOf is the PVE token tier of a binding: a profile's own, a custom
+// policy's declared tier.
+func (d *Daemon) tierOf(_ context.Context, b policy.Binding) (tools.Tier, error) {
+	t, err := d.pstore.Tier(b)
+	if err != nil {
+		return "", fmt.Errorf("the key's binding %s: %w", b, err)
+	}
+	return tools.Tier(t), nil
+}
+
+// LocalRoot is the caller of `proxmox-mcp stdio --local-root`: uid 0 on the
+// host itself, audited as local-root.
+func LocalRoot() tools.Caller {
+	return tools.Caller{
+		Principal: policy.Principal{KeyID: "local-root", Name: "local-root", Profile: policy.Root, Transport: "stdio"},
+		Binding:   policy.Binding{Profile: policy.Root},
+		Tier:      tools.TierRoot,
+	}
+}
+
+// StdioCaller verifies a key for a stdio session.
+func (d *Daemon) StdioCaller(ctx context.Context, key string) (tools.Caller, error) {
+	p, err := d.verify.Verify(ctx, strings.TrimSpace(key), "stdio")
+	if err != nil {
+		return tools.Caller{}, fmt.Errorf("the key was not accepted: %w", err)
+	}
+	return d.caller(ctx, p, "stdio", "")
+}
+
+// ServeStdio serves one caller over stdin and stdout until they close.
+func (d *Daemon) ServeStdio(ctx context.Context, in *os.File, out *os.File, c tools.Caller) error {
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go d.schema.Watch(watchCtx) //nolint:errcheck // status reports watcher errors
+	defer d.jrnl.Close()
+	defer d.pve.close()
+	return transport.ServeStdio(ctx, d.tools.MCP(), in, out, func(ctx context.Context) context.Context {
+		return tools.WithCaller(ctx, c)
+	}, d.log)
+}
+
+// Reload re-reads apidoc.js and the configuration's switches (SIGHUP).
+// Keys and policies need no reload: they are re-read when they change. A
+// configuration that fails to parse keeps the running one and says why.
+func (d *Daemon) Reload(ctx context.Context) error {
+	if _, err := d.schema.Reload(ctx); err != nil {
+		d.log.Warn("daemon: reload: schema kept", "error", err)
+	}
+	if d.opts.ConfigPath == "" {
+		return nil
+	}
+	cfg, err := config.Load(d.opts.ConfigPath)
+	if err != nil {
+		return fmt.Errorf("reload: the configuration was not applied: %w", err)
+	}
+	d.tools.SetSwitches(tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations})
+	d.log.Info("daemon: reloaded", "read_only", cfg.ReadOnly, "allow_mutations", cfg.AllowMutations)
+	return nil
+}
+
+// readiness is /readyz: the schema is the file's, the policy engine
+// answers, PVE answers.
+func (d *Daemon) readiness(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	st := d.schema.Status()
+	switch {
+	case st.Healthy():
+		out["schema"] = "ok"
+	case st.Origin == schema.OriginCache:
+		out["schema"] = "serving the last-known-good copy: " + st.LastError
+	default:
+		out["schema"] = "error: " + st.LastError
+	}
+	out["policy"] = "ok"
+	if _, err := d.engine.Policy(ctx, policy.Binding{Profile: policy.ReadOnly}); err != nil {
+		out["policy"] = "error: " + err.Error()
+	}
+	out["pve"] = d.pve.ping(ctx)
+	return out
+}
+
+// auditor adapts the journal to the tools.
+type auditor struct{ j *journal.Journal }
+
+func journalCall(c tools.AuditCall) journal.Call {
+	p := c.Principal
+	jc := journal.Call{
+		Time: c.Time, Tool: c.Tool, Endpoint: c.Endpoint, Method: c.Method, PathTemplate: c.Path, Path: c.ConcretePath,
+		Risk: c.Risk.String(), Args: c.Args, PriorDigest: c.PriorDigest,
+		Principal: journal.Principal{KeyID: p.KeyID, KeyName: p.Name, Profile: p.Profile, Policy: p.Policy, Transport: p.Transport, Source: p.Source},
+		Decision: journal.Decision{Effect: string(c.Decision.Effect), Reasons: c.Decision.Reasons, Policy: c.Decision.Policy,
+			PolicyDigest: c.Decision.Digest},
+	}
+	if c.PriorConfig != nil {
+		jc.PriorConfig = c.PriorConfig
+	}
+	if p.Tailnet != nil {
+		jc.Principal.TailnetUser, jc.Principal.TailnetNode = p.Tailnet.User, p.Tailnet.Node
+	}
+	return jc
+}
+
+func journalResult(o tools.AuditOutcome) journal.Result {
+	return journal.Result{Outcome: journal.Outcome(o.Outcome), Error: o.Error, Status: o.Status, Duration: o.Duration, UPID: o.UPID, JobID: o.JobID}
+}
+
+func (a auditor) Intent(ctx context.Context, c tools.AuditCall) (string, error) {
+	ev, err := a.j.Intent(ctx, journalCall(c))
+	if err != nil {
+		return "", err
+	}
+	return ev.CallID, nil
+}
+
+func (a auditor) Receipt(ctx context.Context, id string, o tools.AuditOutcome) error {
+	_, err := a.j.Receipt(ctx, id, journalResult(o))
+	return err
+}
+
+func (a auditor) Record(ctx context.Context, c tools.AuditCall, o tools.AuditOutcome) error {
+	_, err := a.j.Record(ctx, journalCall(c), journalResult(o))
+	return err
+}
+
+// tierClients holds one PVE client per configured tier token.
+type tierClients struct {
+	clients map[tools.Tier]*pve.Client
+	log     *slog.Logger
+}
+
+func newTierClients(cfg *config.Config, log *slog.Logger) (*tierClients, error) {
+	tc := &tierClients{clients: map[tools.Tier]*pve.Client{}, log: log}
+	trust := pve.TLSTrust{CertFile: cfg.PVE.CertFile, CAFile: cfg.PVE.CAFile}
+	if cfg.PVE.Fingerprint != "" {
+		trust.Fingerprints = []string{cfg.PVE.Fingerprint}
+	}
+	for tier, tok := range cfg.PVE.Tokens {
+		secret, err := os.ReadFile(tok.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("pve.tokens.%s: %w", tier, err)
+		}
+		c, err := pve.New(pve.Config{
+			BaseURL: cfg.PVEURL(), Token: pve.Token{ID: tok.ID, Secret: pve.Secret(strings.TrimSpace(string(secret)))},
+			TLS: trust, UserAgent: "proxmox-mcp", Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pve.tokens.%s: %w", tier, err)
+		}
+		tc.clients[tools.Tier(tier)] = c
+	}
+	return tc, nil
+}
+
+// Client returns the client of a tier.
+func (tc *tierClients) Client(t tools.Tier) (*pve.Client, error) {
+	if c := tc.clients[t]; c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("no PVE token is configured for the %s tier (pve.tokens.%s)", t, t)
+}
+
+// ping asks PVE for its version with the least privileged token there is.
+func (tc *tierClients) ping(ctx context.Context) string {
+	for _, t := range []tools.Tier{tools.TierReadOnly, tools.TierOperator, tools.TierAdmin, tools.TierRoot} {
+		if c := tc.clients[t]; c != nil {
+			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			if err := c.Get(pctx, "/version", nil, nil); err != nil {
+				return "unreachable: " + err.Error()
+			}
+			return "ok"
+		}
+	}
+	return "no PVE token configured"
+}
+
+func (tc *tierClients) close() {
+	for _, c := range tc.clients {
+		c.Close()
+	}
+}

@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// DemoOptions configure the demo.
+type DemoOptions struct {
+	// Listen is the daemon's loopback address; 127.0.0.1:8765 when empty.
+	Listen string
+	// Profile of the demo key; operator when empty.
+	Profile string
+	// APIDoc is a real apidoc.js to serve instead of the built-in schema.
+	APIDoc string
+	// StateDir keeps the demo's state; a temporary directory, removed at the
+	// end, when empty.
+	StateDir string
+	// TaskDuration scales the simulator's task times (0.5 when zero).
+	TaskDuration float64
+	Version      string
+	Logger       *slog.Logger
+}
+
+// DemoInfo is what a newcomer needs to connect.
+type DemoInfo struct {
+	URL     string `json:"url"`
+	Key     string `json:"key"`
+	Profile string `json:"profile"`
+	// Schema says which API schema is served.
+	Schema string `json:"schema"`
+	// SimulatorURL is the simulated PVE API behind the daemon.
+	SimulatorURL string `json:"simulator_url"`
+	StateDir     string `json:"state_dir"`
+}
+
+// RunDemo starts the PVE simulator and the daemon in front of it on
+// loopback, creates a key, calls ready with how to connect, and serves
+// until ctx ends. Nothing it does touches a real host.
+func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:8765"
+	}
+	if o.Profile == "" {
+		o.Profile = policy.Operator
+	}
+	if !policy.IsProfile(o.Profile) {
+		return fmt.Errorf("--profile %q is not read-only, operator, admin or root", o.Profile)
+	}
+	if o.TaskDuration <= 0 {
+		o.TaskDuration = 0.5
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	dir := o.StateDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "proxmox-mcp-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	apidoc, schemaName := sim.DemoSchema(), "built-in demo schema (what the simulator serves)"
+	if o.APIDoc != "" {
+		data, err := schema.ReadFile(o.APIDoc)
+		if err != nil {
+			return fmt.Errorf("--apidoc: %w", err)
+		}
+		apidoc, schemaName = data, o.APIDoc
+	}
+	reg, err := schema.Parse(apidoc)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	schemaPath := filepath.Join(dir, "apidoc.js")
+	if err := os.WriteFile(schemaPath, apidoc, 0o644); err != nil {
+		return err
+	}
+	s, err := sim.New(sim.Options{Registry: reg, Seed: 1, TaskDuration: o.TaskDuration})
+	if err != nil {
+		return err
+	}
+	simSrv, err := sim.Listen(s, "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	simCtx, stopSim := context.WithCancel(context.Background())
+	simDone := make(chan error, 1)
+	go func() { simDone <- simSrv.Serve(simCtx) }()
+	defer func() { stopSim(); <-simDone }()
+
+	cfg := &config.Config{
+		Version:        config.Version,
+		StateDir:       filepath.Join(dir, "state"),
+		Schema:         config.Schema{Path: schemaPath},
+		AllowMutations: true,
+		PVE:            config.PVE{URL: simSrv.URL, Fingerprint: simSrv.Fingerprint, Tokens: map[string]config.Token{}},
+		Listen:         config.Listen{Loopback: &config.Loopback{Address: o.Listen}},
+	}
+	tokDir := filepath.Join(dir, "tokens")
+	if err := os.MkdirAll(tokDir, 0o700); err != nil {
+		return err
+	}
+	for _, tier := range config.Tiers() {
+		tok, ok := s.Token("mcp@pve!" + tier)
+		if !ok {
+			return fmt.Errorf("the simulator has no %s token", tier)
+		}
+		path := filepath.Join(tokDir, tier)
+		if err := os.WriteFile(path, []byte(tok.Secret+"\n"), 0o600); err != nil {
+			return err
+		}
+		cfg.PVE.Tokens[tier] = config.Token{ID: tok.ID, SecretFile: path}
+	}
+	d, err := New(ctx, Options{Config: cfg, Version: o.Version, Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	created, err := d.Keys().Create(ctx, keys.CreateRequest{Name: "demo-" + o.Profile, Binding: keys.Binding{Profile: o.Profile}})
+	if err != nil {
+		return fmt.Errorf("demo key: %w", err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(ctx) }()
+	select {
+	case <-d.Ready():
+	case err := <-runErr:
+		return err
+	}
+	ready(DemoInfo{
+		URL: "http://" + d.Addresses()["loopback"] + "/mcp", Key: created.Key.Reveal(), Profile: o.Profile,
+		Schema: schemaName, SimulatorURL: simSrv.URL, StateDir: dir,
+	})
+	err = <-runErr
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
