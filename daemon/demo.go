@@ -106,23 +106,11 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 		StateDir:       filepath.Join(dir, "state"),
 		Schema:         config.Schema{Path: schemaPath},
 		AllowMutations: true,
-		PVE:            config.PVE{URL: simSrv.URL, Fingerprint: simSrv.Fingerprint, Tokens: map[string]config.Token{}},
+		PVE:            config.PVE{URL: simSrv.URL, Fingerprint: simSrv.Fingerprint},
 		Listen:         config.Listen{Loopback: &config.Loopback{Address: o.Listen}},
 	}
-	tokDir := filepath.Join(dir, "tokens")
-	if err := os.MkdirAll(tokDir, 0o700); err != nil {
+	if cfg.PVE.Tokens, err = writeSimTokens(s, filepath.Join(dir, "tokens")); err != nil {
 		return err
-	}
-	for _, tier := range config.Tiers() {
-		tok, ok := s.Token("mcp@pve!" + tier)
-		if !ok {
-			return fmt.Errorf("the simulator has no %s token", tier)
-		}
-		path := filepath.Join(tokDir, tier)
-		if err := os.WriteFile(path, []byte(tok.Secret+"\n"), 0o600); err != nil {
-			return err
-		}
-		cfg.PVE.Tokens[tier] = config.Token{ID: tok.ID, SecretFile: path}
 	}
 	d, err := New(ctx, Options{Config: cfg, Version: o.Version, Logger: o.Logger})
 	if err != nil {
@@ -148,4 +136,25 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 		return nil
 	}
 	return err
+}
+
+// writeSimTokens writes the secret of each tier's simulator token to a file
+// of its own (0600) and returns the configuration's pve.tokens.
+func writeSimTokens(s *sim.Sim, dir string) (map[string]config.Token, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	out := map[string]config.Token{}
+	for _, tier := range config.Tiers() {
+		tok, ok := s.Token("mcp@pve!" + tier)
+		if !ok {
+			return nil, fmt.Errorf("the simulator has no %s token", tier)
+		}
+		path := filepath.Join(dir, tier)
+		if err := os.WriteFile(path, []byte(tok.Secret+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		out[tier] = config.Token{ID: tok.ID, SecretFile: path}
+	}
+	return out, nil
 }
