@@ -27,12 +27,15 @@ fmt-check:
 
 # Benchmarks recorded in docs/benchmarks.md (median of 10 runs; see benchstat).
 BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+# BENCH_PKGS narrows the run, e.g. make bench BENCH_PKGS=./schema
+BENCH_PKGS ?= ./...
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./schema | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count 10 $(BENCH_PKGS) | tee bench.out
 	$(GO) run $(BENCHSTAT) bench.out
 
 # A short fuzz run of every parser (package:target).
-FUZZ_TARGETS := ./schema:FuzzParse ./schema:FuzzPropertyString ./schema:FuzzMatch ./pve:FuzzParseUPID
+FUZZ_TARGETS := ./schema:FuzzParse ./schema:FuzzPropertyString ./schema:FuzzMatch ./pve:FuzzParseUPID \
+	./keys:FuzzParseToken ./config:FuzzParse
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
