@@ -174,3 +174,38 @@ func (c *Config) JournalPath() string { return filepath.Join(c.StateDir, "journa
 
 // SchemaCacheDir holds the schema's last-known-good copy.
 func (c *Config) SchemaCacheDir() string { return filepath.Join(c.StateDir, "schema") }
+
+// Default values of the fields that have one.
+const (
+	DefaultToolsMode      = "compact"
+	DefaultMaxResultBytes = 64 << 10
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultLogLevel       = "info"
+)
+
+// Effective returns a copy with every default filled in: what the daemon
+// will run with (`config validate --json`).
+func (c *Config) Effective() *Config {
+	e := *c
+	e.Schema.Path = c.SchemaPath()
+	e.PVE.URL = c.PVEURL()
+	lb := Loopback{}
+	if c.Listen.Loopback != nil {
+		lb = *c.Listen.Loopback
+	}
+	lb.Address = c.LoopbackAddress()
+	e.Listen.Loopback = &lb
+	if e.Tools.Mode == "" {
+		e.Tools.Mode = DefaultToolsMode
+	}
+	if e.Tools.MaxResultBytes == 0 {
+		e.Tools.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if e.HTTP.MaxBodyBytes == 0 {
+		e.HTTP.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if e.Log.Level == "" {
+		e.Log.Level = DefaultLogLevel
+	}
+	return &e
+}

@@ -68,3 +68,21 @@ func TestConfigRules(t *testing.T) {
 		}
 	}
 }
+
+// Effective fills every default and leaves what the file said.
+func TestEffective(t *testing.T) {
+	c, err := Parse("t", []byte(`{"version": 1, "tools": {"mode": "search"}, "listen": {"loopback": {"allowed_origins": ["http://localhost:6274"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Effective()
+	if e.Schema.Path != "/usr/share/pve-docs/api-viewer/apidoc.js" || e.PVE.URL != "https://127.0.0.1:8006/api2/json" ||
+		e.Listen.Loopback.Address != "127.0.0.1:8765" || e.Listen.Loopback.AllowedOrigins[0] != "http://localhost:6274" ||
+		e.Tools.Mode != "search" || e.Tools.MaxResultBytes != 65536 || e.HTTP.MaxBodyBytes != 1<<20 || e.Log.Level != "info" ||
+		e.StateDir != "/var/lib/proxmox-mcp" {
+		t.Errorf("effective %+v", e)
+	}
+	if c.Schema.Path != "" || c.Listen.Loopback.Address != "" {
+		t.Error("Effective changed the parsed configuration")
+	}
+}

@@ -28,7 +28,7 @@ import (
 // rig is a daemon in front of the simulator, configured from a file on
 // disk, as `proxmox-mcp serve --config` runs it.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	cfgPath string
 	cfg     map[string]any
@@ -42,7 +42,7 @@ type rig struct {
 // newRig writes apidoc.js (the simulator's built-in schema), the tier token
 // files and a configuration, then builds the daemon. edit changes the
 // configuration before it is written.
-func newRig(t *testing.T, edit func(cfg map[string]any)) *rig {
+func newRig(t testing.TB, edit func(cfg map[string]any)) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	apidoc := sim.DemoSchema()
@@ -144,9 +144,14 @@ func (r *rig) stop() error {
 // key creates a key bound to a profile and returns its secret.
 func (r *rig) key(profile string) string {
 	r.t.Helper()
-	created, err := r.d.Keys().Create(context.Background(), keys.CreateRequest{Name: "test-" + profile, Binding: keys.Binding{Profile: profile}})
+	return r.keyNamed(r.t, "test-"+profile, profile)
+}
+
+func (r *rig) keyNamed(tb testing.TB, name, profile string) string {
+	tb.Helper()
+	created, err := r.d.Keys().Create(context.Background(), keys.CreateRequest{Name: name, Binding: keys.Binding{Profile: profile}})
 	if err != nil {
-		r.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return created.Key.Reveal()
 }

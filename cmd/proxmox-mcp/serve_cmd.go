@@ -129,7 +129,7 @@ func (c *cli) configValidate(args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(c, cfg)
+		return writeJSON(c, cfg.Effective())
 	}
 	tiers := make([]string, 0, len(cfg.PVE.Tokens))
 	for _, t := range config.Tiers() {
@@ -137,13 +137,10 @@ func (c *cli) configValidate(args []string) error {
 			tiers = append(tiers, t)
 		}
 	}
-	mode := cfg.Tools.Mode
-	if mode == "" {
-		mode = "compact"
-	}
+	eff := cfg.Effective()
 	fmt.Fprintf(c.stdout, "%s: valid (version %d)\n  state_dir        %s\n  schema           %s\n  pve              %s (tokens: %s)\n  loopback         %s\n  tools            %s\n  read_only        %v\n  allow_mutations  %v\n",
 		files[0], cfg.Version, cfg.StateDir, cfg.SchemaPath(), cfg.PVEURL(), orNone(strings.Join(tiers, ", ")), cfg.LoopbackAddress(),
-		mode, cfg.ReadOnly, cfg.AllowMutations)
+		eff.Tools.Mode, cfg.ReadOnly, cfg.AllowMutations)
 	return nil
 }
 
