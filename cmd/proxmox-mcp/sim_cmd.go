@@ -19,7 +19,7 @@ func simCommands() map[string]command {
 func (c *cli) sim(args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8006", "address to serve on")
-	apidoc := fs.String("apidoc", schema.DefaultPath, "the apidoc.js whose endpoints are served")
+	apidoc := fs.String("apidoc", "", "the apidoc.js whose endpoints are served (default: the built-in demo schema)")
 	seed := fs.Uint64("seed", 1, "seed of UPIDs, MACs and token secrets")
 	taskDuration := fs.Float64("task-duration", 1, "scale of task durations (0.1 makes tasks ten times faster)")
 	coverage := fs.Bool("coverage", false, "print how many endpoints have handlers, then exit")
@@ -30,9 +30,17 @@ func (c *cli) sim(args []string) error {
 	if *taskDuration <= 0 {
 		return usagef("--task-duration must be above 0, got %v", *taskDuration)
 	}
-	reg, err := schema.ParseFile(*apidoc)
+	data, name := sim.DemoSchema(), "built-in demo schema"
+	if *apidoc != "" {
+		var err error
+		if data, err = schema.ReadFile(*apidoc); err != nil {
+			return fmt.Errorf("--apidoc: %w", err)
+		}
+		name = *apidoc
+	}
+	reg, err := schema.Parse(data)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	s, err := sim.New(sim.Options{Registry: reg, Seed: *seed, TaskDuration: *taskDuration})
 	if err != nil {
@@ -44,7 +52,7 @@ func (c *cli) sim(args []string) error {
 			return writeJSON(c, cov)
 		}
 		fmt.Fprintf(c.stdout, "%s: %d endpoints\n  semantic handlers   %d\n  directory indexes   %d\n  validated, then 501 %d\n",
-			*apidoc, cov.Endpoints, cov.Semantic, cov.Directory, cov.NotSimulated)
+			name, cov.Endpoints, cov.Semantic, cov.Directory, cov.NotSimulated)
 		fmt.Fprintln(c.stdout, "handled:")
 		for _, h := range cov.Handled {
 			fmt.Fprintln(c.stdout, "  "+h)
@@ -66,7 +74,7 @@ func (c *cli) sim(args []string) error {
 		fmt.Fprintln(c.stdout, string(line))
 	} else {
 		fmt.Fprintf(c.stdout, "PVE simulator on %s\n  TLS certificate SHA-256 %s\n  schema %s: %d endpoints, %d simulated, %d directory indexes\n  API tokens (Authorization: PVEAPIToken=ID=SECRET):\n",
-			srv.URL, srv.Fingerprint, *apidoc, cov.Endpoints, cov.Semantic, cov.Directory)
+			srv.URL, srv.Fingerprint, name, cov.Endpoints, cov.Semantic, cov.Directory)
 		for _, t := range s.Tokens() {
 			fmt.Fprintf(c.stdout, "    %-20s %s  %s\n", t.ID, t.Secret, strings.ReplaceAll(t.Role, ",", ", "))
 		}
