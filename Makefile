@@ -4,12 +4,18 @@ BIN     ?= bin/proxmox-mcp
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build test vet staticcheck fmt-check bench fuzz clean
+.PHONY: all build demo test vet staticcheck fmt-check bench fuzz clean e2e-deps
 
 all: build
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/proxmox-mcp
+
+# The daemon in front of the built-in PVE simulator, with an operator key:
+# nothing touches a real host. DEMO_ARGS passes flags (--profile, --listen,
+# --apidoc, --json).
+demo:
+	$(GO) run ./cmd/proxmox-mcp demo $(DEMO_ARGS)
 
 # The test command README.md names and .ci/run runs.
 test: fmt-check vet staticcheck
@@ -42,6 +48,15 @@ fuzz:
 		echo "== fuzz $$name in $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
+
+# The outside clients of the end-to-end tests, from the npm registry at the
+# versions the lock files pin: the official MCP TypeScript SDKs v1 and v2
+# (tests/e2e/node) and the MCP conformance suite with the Node 22 it needs
+# (tests/conformance). Without them those tests skip; CI
+# (PMCP_REQUIRE_E2E=1) fails instead.
+e2e-deps:
+	cd tests/e2e/node && npm ci --no-audit --no-fund
+	cd tests/conformance && npm ci --no-audit --no-fund
 
 clean:
 	rm -rf bin bench.out
