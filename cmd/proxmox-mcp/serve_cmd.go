@@ -175,7 +175,7 @@ func (c *cli) demo(args []string) error {
 
 func (c *cli) printDemo(info daemon.DemoInfo) {
 	cfg, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"proxmox": map[string]any{
-		"type": "http", "url": info.URL, "headers": map[string]string{"Authorization": "Bearer " + info.Key},
+		"url": info.URL, "headers": map[string]string{"Authorization": "Bearer " + info.Key},
 	}}}, "  ", "  ")
 	fmt.Fprintf(c.stdout, `proxmox-mcp demo: the MCP daemon in front of a simulated Proxmox VE cluster
 (3 nodes, one of them down; 4 VMs, 2 containers, 3 storages). Nothing here touches a real host.
@@ -185,7 +185,7 @@ func (c *cli) printDemo(info daemon.DemoInfo) {
                 (profile %s; shown once; the demo forgets it when it stops)
   API schema    %s
 
-Client configuration (Claude Desktop, Cursor, VS Code and most clients take this shape):
+Client configuration (Cursor's ~/.cursor/mcp.json; README.md shows Claude Desktop, VS Code and Codex):
   %s
 
 MCP Inspector:
