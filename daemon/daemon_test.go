@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -455,4 +456,70 @@ func TestRunStops(t *testing.T) {
 	if _, err := r.d.jrnl.Tail(context.Background(), 1); err == nil {
 		t.Error("the journal is still open after the stop")
 	}
+}
+
+// Every protocol version mcp-go speaks works over the loopback listener:
+// the initialize handshake of each legacy revision negotiates that
+// revision, and the stateless 2026-07-28 revision (server/discover, no
+// session, per-request _meta) lists and calls tools with the bearer key on
+// each request.
+func TestEveryProtocolVersion(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	r.start()
+	key := r.key("read-only")
+	post := func(version, method, name, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", r.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if version >= mcp.ProtocolVersion20250618 {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		if mcp.IsModernProtocol(version) {
+			req.Header.Set("Mcp-Method", method)
+			if name != "" {
+				req.Header.Set("Mcp-Name", name)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var msg map[string]any
+		json.NewDecoder(resp.Body).Decode(&msg) //nolint:errcheck // checked by the caller
+		return resp.StatusCode, msg
+	}
+	for _, v := range mcp.LegacyProtocolVersions() {
+		status, msg := post(v, "initialize", "", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, v))
+		res, _ := msg["result"].(map[string]any)
+		if status != http.StatusOK || res["protocolVersion"] != v {
+			t.Errorf("initialize %s: %d %v", v, status, msg)
+		}
+	}
+	v := mcp.ProtocolVersion20260728
+	meta := fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`, v)
+	status, msg := post(v, "server/discover", "", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`)
+	res, _ := msg["result"].(map[string]any)
+	if status != http.StatusOK || !slices.Contains(anyStrings(res["supportedVersions"]), v) {
+		t.Fatalf("server/discover: %d %v", status, msg)
+	}
+	status, msg = post(v, "tools/call", tools.ToolGuestStatus, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{`+meta+`,"name":"proxmox_guest_status","arguments":{"vmid":101}}}`)
+	res, _ = msg["result"].(map[string]any)
+	if status != http.StatusOK || res["isError"] == true || !strings.Contains(fmt.Sprint(res["structuredContent"]), "db01") {
+		t.Errorf("stateless tools/call: %d %v", status, msg)
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	list, _ := v.([]any)
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
