@@ -86,8 +86,12 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 
 // toolVisible decides whether a caller sees a tool: endpoint tools when
 // their endpoint is visible, curated tools when an endpoint they use is,
-// and the generic tools always (they answer only about visible endpoints).
+// the generic tools always (they answer only about visible endpoints), and
+// the extra tools of Options always.
 func (s *Server) toolVisible(name string, v visibility) bool {
+	if s.extra[name] {
+		return true
+	}
 	switch name {
 	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait:
 		return true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
@@ -166,6 +167,7 @@ type harnessOpts struct {
 	switches *Switches
 	limits   Limits
 	clock    bool // a manual clock for the simulator
+	extra    []server.ServerTool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -204,7 +206,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		Name: "proxmox-mcp", Version: "test", Mode: o.mode,
 		Registry: staticRegistry{reg}, Policy: engine, Audit: audit, Guard: openGuard{},
 		PVE:      &simTiers{t: t, sim: s, url: ts.URL + sim.APIPrefix, fp: pve.Fingerprint(ts.Certificate().Raw), clients: map[Tier]*pve.Client{}},
-		Switches: sw, Limits: o.limits, ConfirmKey: key,
+		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra,
 	})
 	if err != nil {
 		t.Fatal(err)

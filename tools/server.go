@@ -107,6 +107,11 @@ type Options struct {
 	ConfirmKey []byte
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Extra are tools served beside the catalog, in every mode, to every
+	// caller the transport authenticated, whatever its policy: the fixtures
+	// a test rig adds (the MCP conformance suite's). The daemon sets none.
+	// A name the catalog uses is refused.
+	Extra []server.ServerTool
 }
 
 // Server is the MCP server with the daemon's tools.
@@ -118,6 +123,7 @@ type Server struct {
 	reg      *schema.Registry
 	switches Switches
 	confirm  *confirmations
+	extra    map[string]bool // names of Options.Extra
 }
 
 // SetSwitches changes the daemon-wide switches (a reload); the tool lists
@@ -174,7 +180,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Limits.MaxWait <= 0 {
 		opts.Limits.MaxWait = 10 * time.Minute
 	}
-	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now)}
+	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}}
+	for _, t := range opts.Extra {
+		s.extra[t.Tool.Name] = true
+	}
+	for _, t := range s.catalog(opts.Registry.Current()) {
+		if s.extra[t.Tool.Name] {
+			return nil, fmt.Errorf("tools: extra tool %q has the name of a catalog tool", t.Tool.Name)
+		}
+	}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(false),
@@ -205,7 +219,7 @@ func (s *Server) Refresh() {
 	s.mu.Lock()
 	s.reg = reg
 	s.mu.Unlock()
-	s.mcp.SetTools(s.catalog(reg)...)
+	s.mcp.SetTools(append(s.catalog(reg), s.opts.Extra...)...)
 }
 
 // registry returns the registry the tool set was built from.
