@@ -96,7 +96,9 @@ type Principal struct {
 
 // Decision is what the policy decided about a call.
 type Decision struct {
-	// Effect is allow, deny, confirm, dry_run or breakglass.
+	// Effect is allow, deny, confirm, dry_run or breakglass; empty when no
+	// decision was made (arguments refused before it, or a tool that needs
+	// none). An intent always has one, and it is not deny.
 	Effect string `json:"effect"`
 	// Reasons say why, in the policy's words.
 	Reasons []string `json:"reasons"`
@@ -281,8 +283,8 @@ func (c *Call) check() error {
 	if c.Method != "" && c.Path == "" {
 		return fmt.Errorf("path: required with method %s", c.Method)
 	}
-	if !knownEffect(c.Decision.Effect) {
-		return fmt.Errorf("decision.effect %q: want one of %s", truncate(c.Decision.Effect), strings.Join(effects[:], ", "))
+	if c.Decision.Effect != "" && !knownEffect(c.Decision.Effect) {
+		return fmt.Errorf("decision.effect %q: want one of %s, or empty when no decision was made", truncate(c.Decision.Effect), strings.Join(effects[:], ", "))
 	}
 	for i, r := range c.Decision.Reasons {
 		if err := checkText(fmt.Sprintf("decision.reasons[%d]", i), r, maxPath); err != nil {

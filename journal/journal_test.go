@@ -236,7 +236,7 @@ func TestValidation(t *testing.T) {
 		{"bad method", func(c *Call, r *Result) { c.Method = "PATCH" }, `method "PATCH": want GET, POST, PUT, DELETE or empty`},
 		{"relative path", func(c *Call, r *Result) { c.Path = "nodes/pve1" }, `path "nodes/pve1": must start with /`},
 		{"method without path", func(c *Call, r *Result) { c.Path = "" }, "path: required with method GET"},
-		{"unknown effect", func(c *Call, r *Result) { c.Decision.Effect = "maybe" }, `decision.effect "maybe": want one of allow, deny, confirm, dry_run, breakglass`},
+		{"unknown effect", func(c *Call, r *Result) { c.Decision.Effect = "maybe" }, `decision.effect "maybe": want one of allow, deny, confirm, dry_run, breakglass, or empty`},
 		{"bad call id", func(c *Call, r *Result) { c.ID = "a b" }, `call id "a b": character ' ' at 1`},
 		{"long call id", func(c *Call, r *Result) { c.ID = strings.Repeat("a", 65) }, "want 1 to 64 characters"},
 		{"long tool", func(c *Call, r *Result) { c.Tool = strings.Repeat("t", 300) }, "tool: 300 bytes, at most 256"},
@@ -258,6 +258,13 @@ func TestValidation(t *testing.T) {
 				t.Errorf("err = %v, want ErrInvalid with %q", err, tc.want)
 			}
 		})
+	}
+	for _, effect := range []string{"", "deny"} {
+		c := writeCall()
+		c.Decision.Effect = effect
+		if _, err := j.Intent(ctx, c); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "an intent needs a decision") {
+			t.Errorf("intent with effect %q: %v", effect, err)
+		}
 	}
 	if _, err := j.Receipt(ctx, "x", Result{Outcome: OutcomeDenied}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "a receipt follows a write that was sent") {
 		t.Errorf("denied receipt: %v", err)

@@ -36,6 +36,9 @@ func (j *Journal) Record(ctx context.Context, c Call, res Result) (Event, error)
 // sent. The event's CallID links the intent to its receipt; a crash before
 // the receipt leaves an open intent ([Journal.OpenIntents]).
 func (j *Journal) Intent(ctx context.Context, c Call) (Event, error) {
+	if c.Decision.Effect == "" || c.Decision.Effect == "deny" {
+		return Event{}, fmt.Errorf("%w: decision.effect %q: an intent needs a decision that lets the call go ahead", ErrInvalid, c.Decision.Effect)
+	}
 	r, err := j.callRow(KindIntent, &c)
 	if err != nil {
 		return Event{}, err

@@ -49,6 +49,7 @@ func commands() map[string]command {
 		serveCommands(),
 		keyCommands(),
 		policyCommands(),
+		auditCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd
