@@ -78,23 +78,33 @@ func checkNodeVersion(t *testing.T, node string, minMajor int) {
 	}
 }
 
-// process is a started proxmox-mcp whose first stdout line was JSON.
+// process is a started server whose first stdout line was JSON.
 type process struct {
+	name   string
 	cmd    *exec.Cmd
 	stderr *lockedBuffer
 }
 
-// startJSON starts the binary with args, decodes the one JSON line it
-// prints once ready into v, and stops the process (SIGTERM, then kill) when
-// the test ends.
+// startJSON starts proxmox-mcp with args; see startServer.
 func startJSON(t *testing.T, v any, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	return startServer(t, binary(t), v, args...)
+}
+
+// startServer starts a server program with args, decodes the one JSON line
+// it prints once ready into v, and stops it (SIGTERM, then kill) when the
+// test ends; it must exit cleanly on SIGTERM.
+func startServer(t *testing.T, bin string, v any, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, stderr: &lockedBuffer{}}
+	p := &process{name: filepath.Base(bin), cmd: cmd, stderr: &lockedBuffer{}}
+	if len(args) > 0 {
+		p.name += " " + args[0]
+	}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -109,10 +119,10 @@ func startJSON(t *testing.T, v any, args ...string) *process {
 	select {
 	case line := <-lines:
 		if err := json.Unmarshal(line, v); err != nil {
-			t.Fatalf("proxmox-mcp %s: no ready line (%q): %v\nstderr:\n%s", args[0], line, err, p.stderr)
+			t.Fatalf("%s: no ready line (%q): %v\nstderr:\n%s", p.name, line, err, p.stderr)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("proxmox-mcp %s: not ready after 30 s\nstderr:\n%s", args[0], p.stderr)
+		t.Fatalf("%s: not ready after 30 s\nstderr:\n%s", p.name, p.stderr)
 	}
 	return p
 }
@@ -127,12 +137,12 @@ func (p *process) stop(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("proxmox-mcp did not stop cleanly on SIGTERM: %v\nstderr:\n%s", err, p.stderr)
+			t.Errorf("%s did not stop cleanly on SIGTERM: %v\nstderr:\n%s", p.name, err, p.stderr)
 		}
 	case <-time.After(15 * time.Second):
 		p.cmd.Process.Kill() //nolint:errcheck // last resort
 		<-done
-		t.Errorf("proxmox-mcp did not stop within 15 s of SIGTERM\nstderr:\n%s", p.stderr)
+		t.Errorf("%s did not stop within 15 s of SIGTERM\nstderr:\n%s", p.name, p.stderr)
 	}
 }
 
