@@ -86,6 +86,9 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest, start t
 	switch decision.Effect {
 	case policy.Allow:
 	case policy.Confirm:
+		if req.dryRun {
+			break // nothing will be sent: no confirmation is asked for or used up
+		}
 		if req.confirm == "" {
 			return nil, s.askConfirmation(ctx, audit, c, ep, wire, decision, start)
 		}
@@ -113,7 +116,7 @@ func (s *Server) callEndpoint(ctx context.Context, c Caller, req callRequest) *m
 	}
 	if p.dryRun {
 		out := AuditOutcome{Outcome: OutcomeDryRun, Duration: s.opts.Now().Sub(start)}
-		if err := s.opts.Audit.Record(ctx, p.audit, out); err != nil {
+		if err := s.opts.Audit.Record(journalContext(ctx), p.audit, out); err != nil {
 			return errorResult("the journal refused the record; nothing was sent: " + err.Error())
 		}
 		return structured(fmt.Sprintf("Dry run: %s %s would be sent (%s); nothing was sent.", p.ep.Method, req.path, p.audit.Risk), map[string]any{
@@ -145,12 +148,20 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *sc
 		} else if d := wire.Get("digest"); d != "" {
 			audit.PriorDigest = d
 		}
-		callID, err = s.opts.Audit.Intent(ctx, audit)
+		callID, err = s.opts.Audit.Intent(journalContext(ctx), audit)
 		if err != nil {
 			return errorResult("the journal could not record the intent; nothing was sent: " + err.Error())
 		}
 	}
-	resp, err := client.Do(ctx, ep.Method, path, wire)
+	sendCtx := ctx
+	if ep.Method != "GET" {
+		// Once the intent is recorded the write goes through to PVE's
+		// answer even if the client hangs up, so the receipt says what
+		// happened instead of "outcome unknown". The PVE client's own
+		// timeout still bounds it.
+		sendCtx = context.WithoutCancel(ctx)
+	}
+	resp, err := client.Do(sendCtx, ep.Method, path, wire)
 	out := AuditOutcome{Duration: s.opts.Now().Sub(start)}
 	if err != nil {
 		return s.callFailed(ctx, audit, callID, out, ep, err)
@@ -242,16 +253,24 @@ func (s *Server) callFailed(ctx context.Context, audit AuditCall, callID string,
 }
 
 func (s *Server) finishAudit(ctx context.Context, audit AuditCall, callID string, out AuditOutcome) error {
+	ctx = journalContext(ctx)
 	if callID != "" {
 		return s.opts.Audit.Receipt(ctx, callID, out)
 	}
 	return s.opts.Audit.Record(ctx, audit, out)
 }
 
+// journalContext keeps the request's values but not its cancellation: a
+// client that hangs up must not leave an intent without its receipt, nor a
+// refusal unrecorded.
+func journalContext(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
+}
+
 // refuse journals a call that ends before PVE and answers with the reason.
 func (s *Server) refuse(ctx context.Context, audit AuditCall, outcome string, start time.Time, text string) *mcp.CallToolResult {
 	out := AuditOutcome{Outcome: outcome, Error: text, Duration: s.opts.Now().Sub(start)}
-	if err := s.opts.Audit.Record(ctx, audit, out); err != nil {
+	if err := s.opts.Audit.Record(journalContext(ctx), audit, out); err != nil {
 		text += "\nThe journal also refused the record: " + err.Error()
 	}
 	return errorResult(text)

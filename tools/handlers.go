@@ -416,7 +416,14 @@ func (s *Server) handleTaskWait(ctx context.Context, req mcp.CallToolRequest) (*
 	if werr != nil && task["status"] == "unknown" {
 		return s.callFailed(ctx, p.audit, "", out, p.ep, werr), nil
 	}
-	if err := s.opts.Audit.Record(ctx, p.audit, out); err != nil {
+	switch {
+	case task["status"] == "stopped" && task["ok"] == false:
+		out.Outcome = OutcomeTaskFailed
+		out.Error = fmt.Sprint(task["exitstatus"])
+	case task["status"] != "stopped":
+		out.Outcome = OutcomeTaskRunning
+	}
+	if err := s.opts.Audit.Record(journalContext(ctx), p.audit, out); err != nil {
 		return errorResult("the journal refused the record: " + err.Error()), nil
 	}
 	res := structured(taskSummary(p.ep, path, task), map[string]any{"task": task})
@@ -469,7 +476,7 @@ func (s *Server) locateGuest(ctx context.Context, c Caller, tool string, vmid in
 	if err != nil {
 		return "", "", s.callFailed(ctx, p.audit, "", out, p.ep, err)
 	}
-	if err := s.opts.Audit.Record(ctx, p.audit, out); err != nil {
+	if err := s.opts.Audit.Record(journalContext(ctx), p.audit, out); err != nil {
 		return "", "", errorResult("the journal refused the record: " + err.Error())
 	}
 	for _, g := range list {

@@ -68,7 +68,10 @@ func newRecorder() *recorder {
 	return &recorder{intents: map[string]AuditCall{}, receipts: map[string]AuditOutcome{}}
 }
 
-func (r *recorder) Intent(_ context.Context, call AuditCall) (string, error) {
+func (r *recorder) Intent(ctx context.Context, call AuditCall) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
@@ -80,7 +83,10 @@ func (r *recorder) Intent(_ context.Context, call AuditCall) (string, error) {
 	return id, nil
 }
 
-func (r *recorder) Receipt(_ context.Context, id string, out AuditOutcome) error {
+func (r *recorder) Receipt(ctx context.Context, id string, out AuditOutcome) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.intents[id]; !ok {
@@ -90,7 +96,10 @@ func (r *recorder) Receipt(_ context.Context, id string, out AuditOutcome) error
 	return nil
 }
 
-func (r *recorder) Record(_ context.Context, call AuditCall, out AuditOutcome) error {
+func (r *recorder) Record(ctx context.Context, call AuditCall, out AuditOutcome) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {

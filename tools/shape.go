@@ -49,6 +49,9 @@ func (s *Server) shape(data any, sh Shape, pveTotal *int64) map[string]any {
 				small, dropped := fitObject(obj, s.opts.Limits.MaxResultBytes-64)
 				items = []any{small}
 				out["omitted_keys"] = dropped
+			} else {
+				items = []any{nil}
+				out["omitted_items"] = []int{off}
 			}
 		}
 		out["data"] = items
@@ -61,6 +64,10 @@ func (s *Server) shape(data any, sh Shape, pveTotal *int64) map[string]any {
 			if !fit {
 				out["truncated_reason"] = fmt.Sprintf("the answer is capped at %d bytes; continue at next_offset, or ask for fewer fields", s.opts.Limits.MaxResultBytes)
 			}
+		}
+		if _, ok := out["omitted_items"]; ok {
+			out["truncated"] = true
+			out["truncated_reason"] = fmt.Sprintf("item %d alone is over the %d-byte cap and was left out (null); read it by a narrower path", off, s.opts.Limits.MaxResultBytes)
 		}
 	case map[string]any:
 		obj := project(v, sh).(map[string]any)

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -454,6 +455,42 @@ func TestDryRun(t *testing.T) {
 	if res.IsError || content["dry_run"] != true || h.sim.Requests() != before {
 		t.Errorf("dry run: %s (requests %d)", text(res), h.sim.Requests()-before)
 	}
+	// A dry run of a call that needs confirmation neither asks for one nor
+	// uses up a token it is given.
+	stop := map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop"}
+	_, asked := call(t, c, ctx, ToolCall, stop)
+	token, _ := asked["confirm"].(string)
+	if token == "" {
+		t.Fatalf("no confirmation asked: %v", asked)
+	}
+	res, content = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop", "dry_run": true, "confirm": token})
+	if res.IsError || content["dry_run"] != true {
+		t.Fatalf("dry run with a token: %s", text(res))
+	}
+	res, _ = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop", "confirm": token})
+	if res.IsError {
+		t.Errorf("the token was used up by the dry run: %s", text(res))
+	}
+}
+
+// A client that hangs up does not stop the journal: the receipt of a write
+// and the record of a refusal are written with a context that outlives the
+// request.
+func TestJournalOutlivesTheClient(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	id, err := h.audit.Intent(context.Background(), AuditCall{Method: "POST"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.finishAudit(ctx, AuditCall{Method: "POST"}, id, AuditOutcome{Outcome: OutcomeOK}); err != nil {
+		t.Errorf("receipt after the client left: %v", err)
+	}
+	h.srv.refuse(ctx, AuditCall{Method: "POST"}, OutcomeDenied, time.Now(), "no")
+	if out := h.audit.outcomes(); len(out) != 2 {
+		t.Errorf("journal outcomes %v, want the receipt and the refusal", out)
+	}
 }
 
 // The journal failing to record an intent stops the write before PVE.
@@ -495,6 +532,23 @@ func TestTaskWaitProgress(t *testing.T) {
 	}
 	if !strings.Contains(text(res), "task finished OK") {
 		t.Errorf("wait answer: %s", text(res))
+	}
+}
+
+// The journal row of a wait says how the task ended: failed, or still
+// running at the deadline.
+func TestTaskWaitOutcome(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("operator")
+	h.sim.InjectTaskFault(sim.TaskFault{Type: "qmstart", Fail: "start failed: QEMU exited with code 1"})
+	_, content := call(t, c, ctx, ToolGuestPower, map[string]any{"vmid": 101, "action": "start"})
+	res, _ := call(t, c, ctx, ToolTaskWait, map[string]any{"upid": content["upid"], "timeout_seconds": 30})
+	if !res.IsError {
+		t.Errorf("a failed task's wait is not an error: %s", text(res))
+	}
+	last := h.audit.records[len(h.audit.records)-1]
+	if last.out.Outcome != OutcomeTaskFailed || !strings.Contains(last.out.Error, "QEMU exited") {
+		t.Errorf("journal outcome of the wait %+v", last.out)
 	}
 }
 
