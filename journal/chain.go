@@ -26,41 +26,40 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 
 // row is one events row exactly as stored: the columns, in order.
 type row struct {
-	id            int64
-	format        int64
-	time          string
-	kind          string
-	callID        string
-	keyID         string
-	keyName       string
-	profile       string
-	policy        string
-	transport     string
-	source        string
-	tailnetUser   string
-	tailnetNode   string
-	tool          string
-	endpoint      string
-	method        string
-	pathTemplate  string
-	path          string
-	risk          string
-	args          string
-	effect        string
-	reasons       string
-	decisionPol   string
-	policyDigest  string
-	priorDigest   string
-	priorConfig   string
-	outcome       string
-	errorText     string
-	status        int64
-	durationUS    int64
-	upid          string
-	jobID         string
-	prevHash      string
-	hash          string
-	canonicalSize int // not stored: bytes hashed, for tests
+	id           int64
+	format       int64
+	time         string
+	kind         string
+	callID       string
+	keyID        string
+	keyName      string
+	profile      string
+	policy       string
+	transport    string
+	source       string
+	tailnetUser  string
+	tailnetNode  string
+	tool         string
+	endpoint     string
+	method       string
+	pathTemplate string
+	path         string
+	risk         string
+	args         string
+	effect       string
+	reasons      string
+	decisionPol  string
+	policyDigest string
+	priorDigest  string
+	priorConfig  string
+	outcome      string
+	errorText    string
+	status       int64
+	durationUS   int64
+	upid         string
+	jobID        string
+	prevHash     string
+	hash         string
 }
 
 // columns lists the events columns in the order of row's fields and of
@@ -100,29 +99,23 @@ func (r *row) values() []any {
 // as text (integers in decimal). hash = hex(SHA-256(canonical)). The
 // encoding is unambiguous (every value is length-prefixed), and it hashes
 // the stored text itself, so verifying needs no JSON re-encoding.
-func (r *row) canonical() []byte {
-	f := r.fields()
-	f = f[:len(f)-1] // every column but hash
-	n := len(canonicalTag)
-	for _, p := range f {
-		n += 4 + 20
-		if s, ok := p.(*string); ok {
-			n += len(*s)
-		}
-	}
-	b := make([]byte, 0, n)
+func (r *row) canonical() []byte { return appendCanonical(nil, r.fields()) }
+
+// appendCanonical appends the canonical encoding of a row, given as its
+// fields (row.fields: pointers in column order, hash last), to b.
+func appendCanonical(b []byte, fields []any) []byte {
 	b = append(b, canonicalTag...)
 	var num [20]byte
-	for _, p := range f {
-		var v []byte
+	for _, p := range fields[:len(fields)-1] { // every column but hash
 		switch x := p.(type) {
 		case *int64:
-			v = strconv.AppendInt(num[:0], *x, 10)
+			v := strconv.AppendInt(num[:0], *x, 10)
+			b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+			b = append(b, v...)
 		case *string:
-			v = []byte(*x)
+			b = binary.BigEndian.AppendUint32(b, uint32(len(*x)))
+			b = append(b, *x...)
 		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
-		b = append(b, v...)
 	}
 	return b
 }
@@ -131,9 +124,15 @@ const canonicalTag = "proxmox-mcp journal row\x00"
 
 // computeHash returns the hash the row should carry.
 func (r *row) computeHash() string {
-	c := r.canonical()
-	r.canonicalSize = len(c)
-	sum := sha256.Sum256(c)
+	var buf []byte
+	return hashFields(&buf, r.fields())
+}
+
+// hashFields hashes the row whose fields are given, in a buffer that a
+// loop can reuse.
+func hashFields(buf *[]byte, fields []any) string {
+	*buf = appendCanonical((*buf)[:0], fields)
+	sum := sha256.Sum256(*buf)
 	return hex.EncodeToString(sum[:])
 }
 
@@ -214,6 +213,8 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 	prev := genesis
 	open := map[string]int64{} // call id → intent id, for intents without a receipt
 	var r row
+	var buf []byte
+	fields := r.fields()
 	for {
 		rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE id > ? ORDER BY id LIMIT ?`, rep.HeadID, verifyChunk)
 		if err != nil {
@@ -222,11 +223,11 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		n := 0
 		for rows.Next() {
 			n++
-			if err := rows.Scan(r.fields()...); err != nil {
+			if err := rows.Scan(fields...); err != nil {
 				rows.Close()
 				return rep, chainErr(rep.HeadID+1, "unreadable row: %v", err)
 			}
-			if err := checkRow(&r, rep.HeadID, prev, open); err != nil {
+			if err := checkRow(&r, fields, rep.HeadID, prev, open, &buf); err != nil {
 				rows.Close()
 				return rep, err
 			}
@@ -291,7 +292,7 @@ func chainErr(id int64, format string, args ...any) error {
 }
 
 // checkRow checks one row against the previous one.
-func checkRow(r *row, prevID int64, prevHash string, open map[string]int64) error {
+func checkRow(r *row, fields []any, prevID int64, prevHash string, open map[string]int64, buf *[]byte) error {
 	if r.id != prevID+1 {
 		if r.id > prevID+1 {
 			return chainErr(prevID+1, "missing (the next row is %d)", r.id)
@@ -304,7 +305,7 @@ func checkRow(r *row, prevID int64, prevHash string, open map[string]int64) erro
 	if r.prevHash != prevHash {
 		return chainErr(r.id, "prev_hash %s is not the hash of row %d (%s)", short(r.prevHash), prevID, short(prevHash))
 	}
-	if h := r.computeHash(); r.hash != h {
+	if h := hashFields(buf, fields); r.hash != h {
 		return chainErr(r.id, "hash %s does not match its contents (%s)", short(r.hash), short(h))
 	}
 	if _, err := time.Parse(timeLayout, r.time); err != nil {

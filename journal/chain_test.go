@@ -262,12 +262,12 @@ func TestVerifyAcrossChunks(t *testing.T) {
 	}
 }
 
-// fill writes n call rows through 32 concurrent writers (so that they
+// fill writes n call rows through 256 concurrent writers (so that they
 // share commits).
 func fill(t testing.TB, j *Journal, n int) {
 	t.Helper()
 	ctx := context.Background()
-	const writers = 32
+	const writers = 256
 	errs := make(chan error, writers)
 	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for w := 0; w < writers; w++ {

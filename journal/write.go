@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -207,6 +208,9 @@ func (j *Journal) writer() {
 	defer close(j.stopped)
 	batch := make([]*writeReq, 0, j.maxBatch)
 	for req := range j.reqs {
+		// Let the callers the last commit released queue their next rows,
+		// so that they join this batch instead of waiting for the next.
+		runtime.Gosched()
 		batch = append(batch[:0], req)
 	fill:
 		for len(batch) < j.maxBatch {
