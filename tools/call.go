@@ -72,7 +72,7 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest, start t
 	audit.Args = args
 	wire, err := ep.Validate(args)
 	if err != nil {
-		return nil, s.refuse(ctx, audit, OutcomeInvalid, start, err.Error()+"\nNothing was sent. See "+ToolDescribe+" for the parameters of "+ep.Method+" "+ep.Path+".")
+		return nil, s.refuse(ctx, audit, OutcomeInvalid, start, err.Error()+"\nNothing was sent. See "+s.describeHint(ep)+" for the parameters of "+ep.Method+" "+ep.Path+".")
 	}
 	audit.Risk = ep.CallRisk(args)
 	if why := s.switchRefusal(ep.Method); why != "" {
@@ -191,10 +191,10 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *sc
 				out.Outcome = OutcomeTaskFailed
 			case werr != nil:
 				out.Outcome = OutcomeTaskRunning
-				notes = append(notes, "The task was still running when the wait ended: "+werr.Error()+". Follow it with "+ToolTaskWait+".")
+				notes = append(notes, "The task was still running when the wait ended: "+werr.Error()+". Follow it with "+s.followHint(upid)+".")
 			}
 		} else {
-			notes = append(notes, "Follow it with "+ToolTaskWait+" or pass wait.")
+			notes = append(notes, "Follow it with "+s.followHint(upid)+", or pass wait.")
 		}
 	}
 	if out.Outcome == "" {

@@ -62,8 +62,8 @@ func reachesOutside(path string) bool {
 
 // catalog builds the tool set of the mode for a registry.
 func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
-	search := server.ServerTool{Tool: searchTool(), Handler: s.handleSearch}
-	call := server.ServerTool{Tool: callTool(), Handler: s.handleCall}
+	search := server.ServerTool{Tool: searchTool(s.opts.Mode), Handler: s.handleSearch}
+	call := server.ServerTool{Tool: callTool(s.opts.Mode), Handler: s.handleCall}
 	if s.opts.Mode == ModeSearch {
 		return []server.ServerTool{search, call}
 	}
@@ -150,48 +150,61 @@ func rawSchema(v map[string]any) mcp.ToolOption {
 	}
 }
 
-func searchTool() mcp.Tool {
+func searchTool(m Mode) mcp.Tool {
+	props := map[string]any{
+		"query":    map[string]any{"type": "string", "minLength": 1, "description": "What you want to do, e.g. \"start vm\" or \"snapshot\"."},
+		"method":   map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}, "description": "Only this HTTP method."},
+		"max_risk": map[string]any{"type": "string", "enum": []string{"read", "write", "destructive"}, "description": "Only endpoints up to this risk."},
+		"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": 50, "description": "Most results (default 10)."},
+	}
+	desc := "Search the Proxmox VE API for endpoints your key may use, ranked by relevance. Returns tool name, method, path template, risk and summary."
+	root := map[string]any{"type": "object", "properties": props, "required": []string{"query"}, "additionalProperties": false}
+	if m == ModeSearch {
+		// With no describe tool in this mode, search also describes.
+		for k, v := range describeProps() {
+			if k != "tool" && k != "method" && k != "path" {
+				props[k] = v
+			}
+		}
+		props["describe"] = map[string]any{"type": "string", "description": "Instead of searching, describe this endpoint (its tool name, as a search gives it): parameters with types and rules, returns, permission."}
+		delete(root, "required")
+		desc += " With describe set to a tool name, describes that endpoint instead (parameters in pages: section params, offset)."
+	}
 	return mcp.NewTool(ToolSearch,
-		mcp.WithDescription("Search the Proxmox VE API for endpoints your key may use, ranked by relevance. Returns tool name, method, path template, risk and summary."),
-		rawSchema(map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"query":    map[string]any{"type": "string", "minLength": 1, "description": "What you want to do, e.g. \"start vm\" or \"snapshot\"."},
-				"method":   map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}, "description": "Only this HTTP method."},
-				"max_risk": map[string]any{"type": "string", "enum": []string{"read", "write", "destructive"}, "description": "Only endpoints up to this risk."},
-				"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": 50, "description": "Most results (default 10)."},
-			},
-			"required":             []string{"query"},
-			"additionalProperties": false,
-		}),
+		mcp.WithDescription(desc),
+		rawSchema(root),
 		annotate("Search the Proxmox API", hints{readOnly: true, idempotent: true}),
 	)
+}
+
+func describeProps() map[string]any {
+	return map[string]any{
+		"tool":    map[string]any{"type": "string", "description": "The endpoint's tool name, as search gives it."},
+		"method":  map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}},
+		"path":    map[string]any{"type": "string", "description": "A path template (/nodes/{node}/qemu) or a concrete path."},
+		"section": map[string]any{"type": "string", "enum": []string{"summary", "params", "returns"}, "description": "summary (default), params (all parameters, paged) or returns."},
+		"param":   map[string]any{"type": "string", "description": "Describe one parameter fully, with property-string keys (e.g. net[n])."},
+		"offset":  map[string]any{"type": "integer", "minimum": 0, "description": "First parameter of the page, for section params."},
+	}
 }
 
 func describeTool() mcp.Tool {
 	return mcp.NewTool(ToolDescribe,
 		mcp.WithDescription("Describe one endpoint: its parameters with types and rules, its return value and the permission PVE checks. Large parameter lists come in pages (offset)."),
-		rawSchema(map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"tool":    map[string]any{"type": "string", "description": "The endpoint's tool name, as search gives it."},
-				"method":  map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}},
-				"path":    map[string]any{"type": "string", "description": "A path template (/nodes/{node}/qemu) or a concrete path."},
-				"section": map[string]any{"type": "string", "enum": []string{"summary", "params", "returns"}, "description": "summary (default), params (all parameters, paged) or returns."},
-				"param":   map[string]any{"type": "string", "description": "Describe one parameter fully, with property-string keys (e.g. net[n])."},
-				"offset":  map[string]any{"type": "integer", "minimum": 0, "description": "First parameter of the page, for section params."},
-			},
-			"additionalProperties": false,
-		}),
+		rawSchema(map[string]any{"type": "object", "properties": describeProps(), "additionalProperties": false}),
 		annotate("Describe a Proxmox API endpoint", hints{readOnly: true, idempotent: true}),
 	)
 }
 
-func callTool() mcp.Tool {
+func callTool(m Mode) mcp.Tool {
+	see := ToolDescribe
+	if m == ModeSearch {
+		see = ToolSearch + " with describe"
+	}
 	props := map[string]any{
 		"method": map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}},
 		"path":   map[string]any{"type": "string", "description": "A concrete API path, e.g. /nodes/pve1/qemu/100/status/start. Percent-encode '/' inside a value (%2F)."},
-		"params": map[string]any{"type": "object", "description": "The endpoint's parameters (see proxmox_api_describe)."},
+		"params": map[string]any{"type": "object", "description": "The endpoint's parameters (see " + see + ")."},
 	}
 	for k, v := range shapeProperties("") {
 		props[k] = v

@@ -276,6 +276,11 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
+	if s.opts.Mode == ModeSearch {
+		if _, ok := a["describe"]; ok {
+			return s.describeFromSearch(ctx, req, a)
+		}
+	}
 	if bad := onlyKeys(a, "query", "method", "max_risk", "limit"); bad != nil {
 		return bad, nil
 	}
@@ -566,4 +571,28 @@ func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) 
 	path := pve.Path("nodes", node, kind, strconv.Itoa(vmid), "status", action)
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolGuestPower, method: "POST", path: path, args: map[string]any{},
 		wait: time.Duration(wait) * time.Second, confirm: confirm, progressToken: progressToken(req)}), nil
+}
+
+// describeFromSearch is proxmox_api_search with describe, in search mode
+// (which has no describe tool): the describe tool's answer for that
+// endpoint.
+func (s *Server) describeFromSearch(ctx context.Context, req mcp.CallToolRequest, a map[string]any) (*mcp.CallToolResult, error) {
+	if bad := onlyKeys(a, "describe", "section", "param", "offset"); bad != nil {
+		return bad, nil
+	}
+	tool, bad := optString(a, "describe")
+	if bad != nil {
+		return bad, nil
+	}
+	if tool == "" {
+		return argError("describe", "must be an endpoint's tool name, as a search gives it"), nil
+	}
+	args := map[string]any{"tool": tool}
+	for _, k := range []string{"section", "param", "offset"} {
+		if v, ok := a[k]; ok {
+			args[k] = v
+		}
+	}
+	req.Params.Arguments = args
+	return s.handleDescribe(ctx, req)
 }

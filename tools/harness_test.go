@@ -177,11 +177,17 @@ type harnessOpts struct {
 	limits   Limits
 	clock    bool // a manual clock for the simulator
 	extra    []server.ServerTool
+	// reg replaces the real PVE 9.1 registry (the simulator's built-in
+	// demo schema, for tests that must run without the fixtures).
+	reg *schema.Registry
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
-	reg := realRegistry(t)
+	reg := o.reg
+	if reg == nil {
+		reg = realRegistry(t)
+	}
 	var clk sim.Clock = sim.RealClock{}
 	var manual *sim.ManualClock
 	if o.clock {

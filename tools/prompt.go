@@ -62,15 +62,11 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 		}
 		fmt.Fprintf(&b, "By area: %s.\n", strings.Join(parts, ", "))
 	}
-	b.WriteString(`
-How to start:
-1. proxmox_cluster_resources (or proxmox_api_call GET /cluster/resources) lists every guest, node and storage you may see.
-2. proxmox_api_search with what you want to do ("start vm", "snapshot", "backup") finds the endpoint.
-3. proxmox_api_describe with its tool name shows the parameters and their rules.
-4. proxmox_api_call with method, a concrete path (/nodes/pve1/qemu/100/status/start) and params makes the call.
-   Everything is checked before it is sent; a refusal says which rule refused and why.
-5. Long-running calls return a UPID: pass wait (seconds) to follow the task, or use proxmox_task_wait.
-Every call is recorded in the daemon's journal.`)
+	b.WriteString("\nHow to start:\n")
+	for i, step := range s.onboardingSteps() {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, step)
+	}
+	b.WriteString("Every call is recorded in the daemon's journal.")
 	return mcp.NewGetPromptResult("What this key may do, and how to start",
 		[]mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(b.String()))}), nil
 }
@@ -99,4 +95,26 @@ func area(path string) string {
 		return "users and permissions"
 	}
 	return segs[0]
+}
+
+// onboardingSteps are the first steps with the tools of the mode.
+func (s *Server) onboardingSteps() []string {
+	call := "proxmox_api_call with method, a concrete path (/nodes/pve1/qemu/100/status/start) and params makes the call.\n" +
+		"   Everything is checked before it is sent; a refusal says which rule refused and why."
+	if s.opts.Mode == ModeSearch {
+		return []string{
+			"proxmox_api_call GET /cluster/resources lists every guest, node and storage you may see.",
+			`proxmox_api_search with what you want to do ("start vm", "snapshot", "backup") finds the endpoint.`,
+			"proxmox_api_search with describe set to its tool name shows the parameters and their rules.",
+			call,
+			"Long-running calls return a UPID: pass wait (seconds) to follow the task, or read GET /nodes/{node}/tasks/{upid}/status.",
+		}
+	}
+	return []string{
+		"proxmox_cluster_resources (or proxmox_api_call GET /cluster/resources) lists every guest, node and storage you may see.",
+		`proxmox_api_search with what you want to do ("start vm", "snapshot", "backup") finds the endpoint.`,
+		"proxmox_api_describe with its tool name shows the parameters and their rules.",
+		call,
+		"Long-running calls return a UPID: pass wait (seconds) to follow the task, or use proxmox_task_wait.",
+	}
 }

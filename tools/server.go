@@ -196,7 +196,7 @@ func New(opts Options) (*Server, error) {
 		server.WithRecovery(),
 		server.WithToolFilter(s.filterTools),
 		server.WithPromptFilter(s.filterPrompts),
-		server.WithInstructions(instructions),
+		server.WithInstructions(instructions(opts.Mode)),
 	)
 	s.mcp.AddPrompt(onboardingPrompt(), s.onboarding)
 	s.Refresh()
@@ -206,11 +206,40 @@ func New(opts Options) (*Server, error) {
 // MCP is the underlying server, for the transports.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
 
-const instructions = "This server operates a Proxmox VE host through its API, under a policy bound to your key. " +
-	"Find endpoints with proxmox_api_search, read their parameters with proxmox_api_describe, and call them with " +
-	"proxmox_api_call (method, a concrete path such as /nodes/pve1/qemu, params). Long-running calls return a UPID; " +
-	"pass wait to follow the task, or use proxmox_task_wait. A refusal explains which rule refused and why; " +
-	"the prompt proxmox_onboarding says what your key may do."
+// instructions tell a client how to use the tools of the mode.
+func instructions(m Mode) string {
+	s := "This server operates a Proxmox VE host through its API, under a policy bound to your key. "
+	if m == ModeSearch {
+		s += "Find endpoints with proxmox_api_search (query), read an endpoint's parameters with proxmox_api_search " +
+			"(describe: its tool name), and call it with proxmox_api_call (method, a concrete path such as /nodes/pve1/qemu, params). " +
+			"Long-running calls return a UPID; pass wait to follow the task, or read GET /nodes/{node}/tasks/{upid}/status. "
+	} else {
+		s += "Find endpoints with proxmox_api_search, read their parameters with proxmox_api_describe, and call them with " +
+			"proxmox_api_call (method, a concrete path such as /nodes/pve1/qemu, params). Long-running calls return a UPID; " +
+			"pass wait to follow the task, or use proxmox_task_wait. "
+	}
+	return s + "A refusal explains which rule refused and why; the prompt proxmox_onboarding says what your key may do."
+}
+
+// describeHint names how a caller reads an endpoint's parameters.
+func (s *Server) describeHint(ep *schema.Endpoint) string {
+	if s.opts.Mode == ModeSearch {
+		return ToolSearch + " with describe " + ep.Tool
+	}
+	return ToolDescribe + " with tool " + ep.Tool
+}
+
+// followHint names how a caller follows a task.
+func (s *Server) followHint(upid string) string {
+	if s.opts.Mode == ModeSearch {
+		node := "{node}"
+		if u, err := pve.ParseUPID(upid); err == nil {
+			node = u.Node
+		}
+		return ToolCall + " GET " + pve.Path("nodes", node, "tasks", upid, "status")
+	}
+	return ToolTaskWait
+}
 
 // Refresh rebuilds the tool set from the live registry (the schema was
 // reloaded); clients with sessions get notifications/tools/list_changed.

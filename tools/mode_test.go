@@ -1,0 +1,97 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func demoRegistry(t *testing.T) *schema.Registry {
+	t.Helper()
+	reg, err := schema.Parse(sim.DemoSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// The tools/list of each mode, for a root key on the built-in demo
+// schema, is what testdata/tools-MODE.golden.json records: names,
+// descriptions, annotations and input schemas. A change to any of them is
+// a change clients see; review the diff, then run go test -update.
+func TestToolListGolden(t *testing.T) {
+	for _, mode := range []Mode{ModeCompact, ModeSearch, ModeExpanded} {
+		t.Run(string(mode), func(t *testing.T) {
+			h := newHarness(t, harnessOpts{mode: mode, reg: demoRegistry(t)})
+			c, ctx := h.as("root")
+			res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(res.Tools, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := filepath.Join("testdata", "tools-"+string(mode)+".golden.json")
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./tools -run TestToolListGolden -update)", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("tools/list of mode %s differs from %s; review, then go test ./tools -run TestToolListGolden -update", mode, golden)
+			}
+		})
+	}
+}
+
+// In search mode, which has no describe tool, the search tool describes an
+// endpoint, and every hint the answers give names a tool that exists.
+func TestSearchModeDescribes(t *testing.T) {
+	h := newHarness(t, harnessOpts{mode: ModeSearch, reg: demoRegistry(t)})
+	c, ctx := h.as("operator")
+	names := toolNames(t, c, ctx)
+	if len(names) != 2 {
+		t.Fatalf("search mode lists %v", names)
+	}
+	res, content := call(t, c, ctx, ToolSearch, map[string]any{"describe": "post_nodes_qemu_status_start"})
+	if res.IsError || content["path"] != "/nodes/{node}/qemu/{vmid}/status/start" {
+		t.Fatalf("describe through search: %s", text(res))
+	}
+	res, _ = call(t, c, ctx, ToolSearch, map[string]any{"describe": "post_nodes_qemu_status_start", "query": "x"})
+	if !res.IsError || !strings.Contains(text(res), "query") {
+		t.Errorf("describe with query: %s", text(res))
+	}
+	res, _ = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "params": map[string]any{"timeout": -1}})
+	if !strings.Contains(text(res), "See proxmox_api_search with describe post_nodes_qemu_status_start") {
+		t.Errorf("validation hint in search mode: %s", text(res))
+	}
+	_, content = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
+	notes, _ := json.Marshal(content["notes"])
+	if !strings.Contains(string(notes), "proxmox_api_call GET /nodes/pve1/tasks/UPID") || strings.Contains(string(notes), ToolTaskWait) {
+		t.Errorf("follow hint in search mode: %s", notes)
+	}
+	init, err := c.Initialize(context.Background(), mcp.InitializeRequest{})
+	if err == nil && strings.Contains(init.Instructions, ToolDescribe) {
+		t.Errorf("search-mode instructions name %s: %s", ToolDescribe, init.Instructions)
+	}
+}
