@@ -116,7 +116,7 @@ func (s *Server) callEndpoint(ctx context.Context, c Caller, req callRequest) *m
 	}
 	if p.dryRun {
 		out := AuditOutcome{Outcome: OutcomeDryRun, Duration: s.opts.Now().Sub(start)}
-		if err := s.opts.Audit.Record(journalContext(ctx), p.audit, out); err != nil {
+		if err := s.audit.Record(journalContext(ctx), p.audit, out); err != nil {
 			return errorResult("the journal refused the record; nothing was sent: " + err.Error())
 		}
 		return structured(fmt.Sprintf("Dry run: %s %s would be sent (%s); nothing was sent.", p.ep.Method, req.path, p.audit.Risk), map[string]any{
@@ -148,7 +148,7 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *sc
 		} else if d := wire.Get("digest"); d != "" {
 			audit.PriorDigest = d
 		}
-		callID, err = s.opts.Audit.Intent(journalContext(ctx), audit)
+		callID, err = s.audit.Intent(journalContext(ctx), audit)
 		if err != nil {
 			return errorResult("the journal could not record the intent; nothing was sent: " + err.Error())
 		}
@@ -255,9 +255,9 @@ func (s *Server) callFailed(ctx context.Context, audit AuditCall, callID string,
 func (s *Server) finishAudit(ctx context.Context, audit AuditCall, callID string, out AuditOutcome) error {
 	ctx = journalContext(ctx)
 	if callID != "" {
-		return s.opts.Audit.Receipt(ctx, callID, out)
+		return s.audit.Receipt(ctx, callID, out)
 	}
-	return s.opts.Audit.Record(ctx, audit, out)
+	return s.audit.Record(ctx, audit, out)
 }
 
 // journalContext keeps the request's values but not its cancellation: a
@@ -270,7 +270,7 @@ func journalContext(ctx context.Context) context.Context {
 // refuse journals a call that ends before PVE and answers with the reason.
 func (s *Server) refuse(ctx context.Context, audit AuditCall, outcome string, start time.Time, text string) *mcp.CallToolResult {
 	out := AuditOutcome{Outcome: outcome, Error: text, Duration: s.opts.Now().Sub(start)}
-	if err := s.opts.Audit.Record(journalContext(ctx), audit, out); err != nil {
+	if err := s.audit.Record(journalContext(ctx), audit, out); err != nil {
 		text += "\nThe journal also refused the record: " + err.Error()
 	}
 	return errorResult(text)

@@ -106,7 +106,7 @@ func (cf *confirmations) redeem(token string, c Caller, ep *schema.Endpoint, wir
 // sent, and the answer carries a token bound to this exact call.
 func (s *Server) askConfirmation(ctx context.Context, audit AuditCall, c Caller, ep *schema.Endpoint, wire url.Values, d policy.Decision, start time.Time) *mcp.CallToolResult {
 	out := AuditOutcome{Outcome: OutcomeConfirm, Duration: s.opts.Now().Sub(start)}
-	if err := s.opts.Audit.Record(journalContext(ctx), audit, out); err != nil {
+	if err := s.audit.Record(journalContext(ctx), audit, out); err != nil {
 		return errorResult("the journal refused the record; nothing was sent: " + err.Error())
 	}
 	approver := approverOf(d)

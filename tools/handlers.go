@@ -428,7 +428,7 @@ func (s *Server) handleTaskWait(ctx context.Context, req mcp.CallToolRequest) (*
 	case task["status"] != "stopped":
 		out.Outcome = OutcomeTaskRunning
 	}
-	if err := s.opts.Audit.Record(journalContext(ctx), p.audit, out); err != nil {
+	if err := s.audit.Record(journalContext(ctx), p.audit, out); err != nil {
 		return errorResult("the journal refused the record: " + err.Error()), nil
 	}
 	res := structured(taskSummary(p.ep, path, task), map[string]any{"task": task})
@@ -481,7 +481,7 @@ func (s *Server) locateGuest(ctx context.Context, c Caller, tool string, vmid in
 	if err != nil {
 		return "", "", s.callFailed(ctx, p.audit, "", out, p.ep, err)
 	}
-	if err := s.opts.Audit.Record(journalContext(ctx), p.audit, out); err != nil {
+	if err := s.audit.Record(journalContext(ctx), p.audit, out); err != nil {
 		return "", "", errorResult("the journal refused the record: " + err.Error())
 	}
 	for _, g := range list {

@@ -280,15 +280,6 @@ func call(t *testing.T, c *client.Client, ctx context.Context, name string, args
 	return res, content
 }
 
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
 
 func toolNames(t *testing.T, c *client.Client, ctx context.Context) []string {
 	t.Helper()

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -93,5 +94,39 @@ func TestSearchModeDescribes(t *testing.T) {
 	init, err := c.Initialize(context.Background(), mcp.InitializeRequest{})
 	if err == nil && strings.Contains(init.Instructions, ToolDescribe) {
 		t.Errorf("search-mode instructions name %s: %s", ToolDescribe, init.Instructions)
+	}
+}
+
+// Every call is journalled, the ones that reach no endpoint included: a
+// search, a describe, the schema status, the onboarding prompt, and a
+// tool's own argument error. When the journal refuses, the answer is
+// withheld.
+func TestEveryCallIsJournaled(t *testing.T) {
+	h := newHarness(t, harnessOpts{reg: demoRegistry(t)})
+	c, ctx := h.as("operator")
+	call(t, c, ctx, ToolSearch, map[string]any{"query": "start vm"})
+	call(t, c, ctx, ToolDescribe, map[string]any{"tool": "post_nodes_qemu_status_start"})
+	call(t, c, ctx, ToolSchemaStatus, nil)
+	call(t, c, ctx, ToolSearch, map[string]any{"query": "x", "frobnicate": 1})
+	if _, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: PromptOnboarding}}); err != nil {
+		t.Fatal(err)
+	}
+	h.audit.mu.Lock()
+	var got []string
+	for _, r := range h.audit.records {
+		got = append(got, r.call.Tool+":"+r.out.Outcome)
+		if r.call.Principal.Name != "operator-key" {
+			t.Errorf("row without the caller: %+v", r.call)
+		}
+	}
+	h.audit.mu.Unlock()
+	want := []string{"proxmox_api_search:ok", "proxmox_api_describe:ok", "proxmox_schema_status:ok", "proxmox_api_search:invalid", "proxmox_onboarding:ok"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("journal rows %v, want %v", got, want)
+	}
+	h.audit.fail = errors.New("disk full")
+	res, _ := call(t, c, ctx, ToolSearch, map[string]any{"query": "start vm"})
+	if !res.IsError || !strings.Contains(text(res), "answer is withheld") {
+		t.Errorf("answer without a journal row: %s", text(res))
 	}
 }

@@ -67,6 +67,10 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 		fmt.Fprintf(&b, "%d. %s\n", i+1, step)
 	}
 	b.WriteString("Every call is recorded in the daemon's journal.")
+	out := AuditOutcome{Outcome: OutcomeOK}
+	if err := s.audit.Record(journalContext(ctx), AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: PromptOnboarding}, out); err != nil {
+		return nil, fmt.Errorf("the journal refused the record of this request: %w", err)
+	}
 	return mcp.NewGetPromptResult("What this key may do, and how to start",
 		[]mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(b.String()))}), nil
 }

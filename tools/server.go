@@ -124,6 +124,7 @@ type Server struct {
 	switches Switches
 	confirm  *confirmations
 	extra    map[string]bool // names of Options.Extra
+	audit    Auditor         // Options.Audit, marking the calls it records
 }
 
 // SetSwitches changes the daemon-wide switches (a reload); the tool lists
@@ -180,7 +181,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Limits.MaxWait <= 0 {
 		opts.Limits.MaxWait = 10 * time.Minute
 	}
-	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}}
+	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}}
 	for _, t := range opts.Extra {
 		s.extra[t.Tool.Name] = true
 	}
@@ -194,6 +195,7 @@ func New(opts Options) (*Server, error) {
 		server.WithPromptCapabilities(false),
 		server.WithLogging(),
 		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(s.journalEveryCall),
 		server.WithToolFilter(s.filterTools),
 		server.WithPromptFilter(s.filterPrompts),
 		server.WithInstructions(instructions(opts.Mode)),
