@@ -280,7 +280,6 @@ func call(t *testing.T, c *client.Client, ctx context.Context, name string, args
 	return res, content
 }
 
-
 func toolNames(t *testing.T, c *client.Client, ctx context.Context) []string {
 	t.Helper()
 	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
