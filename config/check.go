@@ -148,9 +148,8 @@ func (c *Config) SchemaPath() string {
 	return "/usr/share/pve-docs/api-viewer/apidoc.js"
 }
 
-// LoopbackAddress is the loopback listener's address; "" when none is
-// configured and other listeners are. A config without any listener gets the
-// default loopback listener.
+// LoopbackAddress is the loopback listener's address: the configured one,
+// else 127.0.0.1:8765.
 func (c *Config) LoopbackAddress() string {
 	if c.Listen.Loopback == nil {
 		return "127.0.0.1:8765"
@@ -208,4 +207,58 @@ func (c *Config) Effective() *Config {
 		e.Log.Level = DefaultLogLevel
 	}
 	return &e
+}
+
+// pveproxy's certificates on a PVE host: a custom one when installed, else
+// the one the cluster CA signed.
+var hostCertFiles = []string{"/etc/pve/local/pveproxy-ssl.pem", "/etc/pve/local/pve-ssl.pem"}
+
+// PVETrust says how pveproxy's certificate is verified: the configured
+// fingerprint, cert_file or ca_file; with none, the certificate pveproxy
+// serves on this host (a custom pveproxy-ssl.pem, else pve-ssl.pem), read
+// again when it changes. exists reports whether a file exists (os.Stat in
+// the daemon). It fails when there is no way to verify.
+func (c *Config) PVETrust(exists func(string) bool) (fingerprint, certFile, caFile string, err error) {
+	p := c.PVE
+	if p.Fingerprint != "" || p.CertFile != "" || p.CAFile != "" {
+		return p.Fingerprint, p.CertFile, p.CAFile, nil
+	}
+	for _, f := range hostCertFiles {
+		if exists(f) {
+			return "", f, "", nil
+		}
+	}
+	return "", "", "", fmt.Errorf("field \"pve\": no way to verify pveproxy's certificate: set pve.fingerprint, pve.cert_file or pve.ca_file (this is not a PVE host: %s do not exist)",
+		strings.Join(hostCertFiles, " and "))
+}
+
+// CheckFiles checks what the daemon will read at start: each token's
+// secret file, the certificate or CA it verifies PVE with, and apidoc.js.
+// It returns one error per problem, each naming the field.
+func (c *Config) CheckFiles(readable func(string) error) []error {
+	var errs []error
+	check := func(field, path string) {
+		if err := readable(path); err != nil {
+			errs = append(errs, fmt.Errorf("field %q: %w", field, err))
+		}
+	}
+	check("schema.path", c.SchemaPath())
+	for _, tier := range tierNames {
+		if t, ok := c.PVE.Tokens[tier]; ok {
+			check("pve.tokens."+tier+".secret_file", t.SecretFile)
+		}
+	}
+	exists := func(p string) bool { return readable(p) == nil }
+	_, certFile, caFile, err := c.PVETrust(exists)
+	switch {
+	case err != nil:
+		if len(c.PVE.Tokens) > 0 {
+			errs = append(errs, err)
+		}
+	case certFile != "" && c.PVE.CertFile != "":
+		check("pve.cert_file", certFile)
+	case caFile != "":
+		check("pve.ca_file", caFile)
+	}
+	return errs
 }

@@ -48,10 +48,10 @@ type Config struct {
 	// Tools chooses the tool set and how answers are shaped.
 	Tools Tools `json:"tools,omitzero"`
 	// ReadOnly refuses every call that changes anything, for every key.
-	ReadOnly bool `json:"read_only,omitzero"`
+	ReadOnly bool `json:"read_only"`
 	// AllowMutations must be true for any change to be made; false by
 	// default, so a fresh install reads until an operator decides.
-	AllowMutations bool `json:"allow_mutations,omitzero"`
+	AllowMutations bool `json:"allow_mutations"`
 	// PVE is how the daemon reaches the PVE API.
 	PVE PVE `json:"pve,omitzero"`
 	// Listen lists the listeners.
@@ -188,7 +188,8 @@ func describe(err error) error {
 	var se *json.SemanticError
 	if errors.As(err, &se) {
 		if se.JSONPointer != "" {
-			field := strings.TrimPrefix(string(se.JSONPointer), "/")
+			// Named as the rule errors name fields: pve.tokens.root.id.
+			field := strings.ReplaceAll(strings.TrimPrefix(string(se.JSONPointer), "/"), "/", ".")
 			if errors.Is(se.Err, json.ErrUnknownName) {
 				return fmt.Errorf("field %q is not known (the config format is strict)", field)
 			}

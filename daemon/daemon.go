@@ -409,9 +409,16 @@ type tierClients struct {
 
 func newTierClients(cfg *config.Config, log *slog.Logger) (*tierClients, error) {
 	tc := &tierClients{clients: map[tools.Tier]*pve.Client{}, log: log}
-	trust := pve.TLSTrust{CertFile: cfg.PVE.CertFile, CAFile: cfg.PVE.CAFile}
-	if cfg.PVE.Fingerprint != "" {
-		trust.Fingerprints = []string{cfg.PVE.Fingerprint}
+	if len(cfg.PVE.Tokens) == 0 {
+		return tc, nil
+	}
+	fp, certFile, caFile, err := cfg.PVETrust(func(p string) bool { _, err := os.Stat(p); return err == nil })
+	if err != nil {
+		return nil, err
+	}
+	trust := pve.TLSTrust{CertFile: certFile, CAFile: caFile}
+	if fp != "" {
+		trust.Fingerprints = []string{fp}
 	}
 	for tier, tok := range cfg.PVE.Tokens {
 		secret, err := os.ReadFile(tok.SecretFile)

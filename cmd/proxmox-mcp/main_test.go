@@ -25,6 +25,18 @@ func TestScripts(t *testing.T) {
 			env.Setenv("FIXTURES", fixtures)
 			return nil
 		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// expand FILE...: replace $WORK and other variables in files
+			// (txtar file bodies are not expanded).
+			"expand": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) == 0 {
+					ts.Fatalf("usage: expand FILE...")
+				}
+				for _, f := range args {
+					ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(ts.ReadFile(f), ts.Getenv)), 0o600))
+				}
+			},
+		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "fixtures" {
 				return statErr == nil, nil

@@ -128,6 +128,16 @@ func (c *cli) configValidate(args []string) error {
 	if err != nil {
 		return err
 	}
+	if errs := cfg.CheckFiles(readable); len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(c.stderr, "%s: %s\n", files[0], oneLine(err.Error()))
+		}
+		what := fmt.Sprintf("%d problems", len(errs))
+		if len(errs) == 1 {
+			what = "1 problem"
+		}
+		return fmt.Errorf("config %s: %s with the files it names (listed above)", files[0], what)
+	}
 	if *asJSON {
 		return writeJSON(c, cfg.Effective())
 	}
@@ -194,4 +204,13 @@ MCP Inspector:
 
 Serving until interrupted (Ctrl-C).
 `, info.URL, info.Key, info.Profile, info.Schema, cfg, info.URL, info.Key)
+}
+
+// readable opens a file for reading, as the daemon will.
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
