@@ -7,12 +7,14 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,9 @@ type Options struct {
 	Config *config.Config
 	// ConfigPath is where it came from, for Reload ("" when built in code).
 	ConfigPath string
+	// StateDirOverride is a --state-dir that replaced the file's state_dir;
+	// a reload applies it again.
+	StateDirOverride string
 	// Version is the build's version.
 	Version string
 	Logger  *slog.Logger
@@ -332,9 +337,42 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reload: the configuration was not applied: %w", err)
 	}
+	if d.opts.StateDirOverride != "" {
+		cfg.StateDir = d.opts.StateDirOverride
+	}
 	d.tools.SetSwitches(tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations})
 	d.log.Info("daemon: reloaded", "read_only", cfg.ReadOnly, "allow_mutations", cfg.AllowMutations)
+	if changed := restartFields(d.cfg, cfg); len(changed) > 0 {
+		d.log.Warn("daemon: reload: these fields changed and take effect only after a restart", "fields", strings.Join(changed, ", "))
+	}
 	return nil
+}
+
+// restartFields names the top-level fields that differ between two
+// configurations, the switches (which a reload applies) left aside.
+func restartFields(running, next *config.Config) []string {
+	flat := func(c *config.Config) map[string]json.RawMessage {
+		e := *c
+		e.ReadOnly, e.AllowMutations = false, false
+		b, _ := json.Marshal(&e)
+		m := map[string]json.RawMessage{}
+		json.Unmarshal(b, &m) //nolint:errcheck // our own encoding
+		return m
+	}
+	a, b := flat(running), flat(next)
+	var out []string
+	for k := range a {
+		if string(a[k]) != string(b[k]) {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // readiness is /readyz: the schema is the file's, the policy engine

@@ -523,3 +523,16 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// A reload names the fields that changed but need a restart.
+func TestRestartFields(t *testing.T) {
+	t.Parallel()
+	a := &config.Config{Version: 1, StateDir: "/s", ReadOnly: true}
+	b := &config.Config{Version: 1, StateDir: "/s", AllowMutations: true, Tools: config.Tools{Mode: "search"}, Log: config.Log{Level: "debug"}}
+	if got := restartFields(a, b); strings.Join(got, ",") != "log,tools" {
+		t.Errorf("restart fields %v, want log and tools (the switches reload)", got)
+	}
+	if got := restartFields(a, a); len(got) != 0 {
+		t.Errorf("no change gave %v", got)
+	}
+}

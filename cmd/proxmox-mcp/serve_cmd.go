@@ -53,7 +53,16 @@ func (c *cli) serve(args []string) error {
 		return err
 	}
 	log := c.logger(cfg.Log.Level)
-	d, err := daemon.New(c.ctx, daemon.Options{Config: cfg, ConfigPath: *cfgPath, Version: version, Logger: log})
+	// SIGHUP re-reads the file serve read: the one named, else the default.
+	path := *cfgPath
+	if path == "" {
+		path = config.DefaultFile
+	}
+	opts := daemon.Options{Config: cfg, ConfigPath: path, Version: version, Logger: log}
+	if *stateDir != "" {
+		opts.StateDirOverride = cfg.StateDir
+	}
+	d, err := daemon.New(c.ctx, opts)
 	if err != nil {
 		return err
 	}
