@@ -304,11 +304,22 @@ func LocalRoot() tools.Caller {
 
 // StdioCaller verifies a key for a stdio session.
 func (d *Daemon) StdioCaller(ctx context.Context, key string) (tools.Caller, error) {
-	p, err := d.verify.Verify(ctx, strings.TrimSpace(key), "stdio")
+	key = strings.TrimSpace(key)
+	p, err := d.verify.Verify(ctx, key, "stdio")
 	if err != nil {
 		return tools.Caller{}, fmt.Errorf("the key was not accepted: %w", err)
 	}
-	return d.caller(ctx, p, "stdio", "")
+	c, err := d.caller(ctx, p, "stdio", "")
+	if err != nil {
+		return tools.Caller{}, err
+	}
+	// The session lasts; the key is checked again before every call (a
+	// cached check), so a revocation or expiry stops it at once.
+	c.Recheck = func(ctx context.Context) error {
+		_, err := d.verify.Verify(ctx, key, "stdio")
+		return err
+	}
+	return c, nil
 }
 
 // ServeStdio serves one caller over stdin and stdout until they close.

@@ -395,6 +395,32 @@ func TestStdioCaller(t *testing.T) {
 	if lr := LocalRoot(); lr.Tier != tools.TierRoot || lr.Principal.Name != "local-root" {
 		t.Errorf("local root %+v", lr)
 	}
+
+	// A session outlives requests: revoking its key stops it at the next call.
+	srv, err := client.NewInProcessClient(r.d.tools.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := tools.WithCaller(context.Background(), c)
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := srv.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := callTool(t, srv, ctx, tools.ToolSchemaStatus, nil); res.IsError {
+		t.Fatalf("before the revocation: %s", resultText(res))
+	}
+	if _, err := r.d.Keys().Revoke(context.Background(), "test-admin"); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := callTool(t, srv, ctx, tools.ToolSchemaStatus, nil)
+	if !res.IsError || !strings.Contains(resultText(res), "your key is no longer accepted") {
+		t.Errorf("after the revocation: %s", resultText(res))
+	}
 }
 
 // A daemon that cannot work refuses to start and says which part and why.

@@ -161,6 +161,11 @@ func (s *Server) caller(ctx context.Context) (Caller, *mcp.CallToolResult) {
 	if !ok {
 		return Caller{}, errorResult("no authenticated caller")
 	}
+	if c.Recheck != nil {
+		if err := c.Recheck(ctx); err != nil {
+			return Caller{}, errorResult("Refused: your key is no longer accepted (" + err.Error() + "). Nothing was sent.")
+		}
+	}
 	return c, nil
 }
 

@@ -26,6 +26,11 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 	if !ok {
 		return nil, fmt.Errorf("no authenticated caller")
 	}
+	if c.Recheck != nil {
+		if err := c.Recheck(ctx); err != nil {
+			return nil, fmt.Errorf("your key is no longer accepted: %w", err)
+		}
+	}
 	visible, err := s.visible(ctx, c, true)
 	if err != nil {
 		return nil, fmt.Errorf("the policy could not be evaluated: %w", err)
