@@ -90,7 +90,7 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest, start t
 			break // nothing will be sent: no confirmation is asked for or used up
 		}
 		if req.confirm == "" {
-			return nil, s.askConfirmation(ctx, audit, c, ep, wire, decision, start)
+			return nil, s.askConfirmation(ctx, audit, c, ep, vars, wire, decision, start)
 		}
 		if err := s.confirm.redeem(req.confirm, c, ep, wire, approverOf(decision)); err != nil {
 			return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Confirmation refused: "+err.Error()+". Nothing was sent.")

@@ -75,6 +75,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 		{Tool: resourcesTool(), Handler: s.handleResources},
 		{Tool: guestStatusTool(), Handler: s.handleGuestStatus},
 		{Tool: guestPowerTool(), Handler: s.handleGuestPower},
+		{Tool: approveTool(), Handler: s.handleApprove},
 	}
 	if s.opts.Mode == ModeExpanded {
 		for _, ep := range reg.Endpoints() {
@@ -99,6 +100,15 @@ func (s *Server) toolVisible(name string, v visibility) bool {
 		return v["get_cluster_resources"] != nil
 	case ToolGuestStatus:
 		return v["get_cluster_resources"] != nil && (v["get_nodes_qemu_status_current"] != nil || v["get_nodes_lxc_status_current"] != nil)
+	case ToolApprove:
+		// Whoever may make some change may approve another key's change
+		// (each approval checks the approver's policy for that call).
+		for _, ep := range v {
+			if ep.Method != "GET" {
+				return true
+			}
+		}
+		return false
 	case ToolGuestPower:
 		if v["get_cluster_resources"] == nil {
 			return false

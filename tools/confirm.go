@@ -29,12 +29,13 @@ type confirmations struct {
 	key []byte
 	now func() time.Time
 
-	mu   sync.Mutex
-	used map[string]time.Time // token -> expiry, for single use
+	mu      sync.Mutex
+	used    map[string]time.Time    // token -> expiry, for single use
+	pending map[string]*pendingCall // token -> call waiting for another principal
 }
 
 func newConfirmations(key []byte, now func() time.Time) *confirmations {
-	return &confirmations{key: key, now: now, used: map[string]time.Time{}}
+	return &confirmations{key: key, now: now, used: map[string]time.Time{}, pending: map[string]*pendingCall{}}
 }
 
 // callDigest is a canonical digest of the call a token confirms.
@@ -67,11 +68,9 @@ func (cf *confirmations) issue(c Caller, ep *schema.Endpoint, wire url.Values) (
 	return fmt.Sprintf("pmcf_%d_%s", expiry.Unix(), cf.mac(digest, expiry.Unix())), expiry
 }
 
-// redeem checks a token against the call and uses it up.
+// redeem checks a token against the call and uses it up. With approver
+// "other" the token must also have been approved by a different principal.
 func (cf *confirmations) redeem(token string, c Caller, ep *schema.Endpoint, wire url.Values, approver string) error {
-	if approver != "self" {
-		return errors.New("the policy requires a different principal or the host CLI to confirm this call; the key that asked cannot confirm it")
-	}
 	rest, ok := strings.CutPrefix(token, "pmcf_")
 	expText, mac, ok2 := strings.Cut(rest, "_")
 	if !ok || !ok2 {
@@ -98,30 +97,45 @@ func (cf *confirmations) redeem(token string, c Caller, ep *schema.Endpoint, wir
 	if _, dup := cf.used[token]; dup {
 		return errors.New("the token was already used")
 	}
+	if approver != "self" {
+		if err := cf.takeApproved(token); err != nil {
+			return err
+		}
+	}
 	cf.used[token] = time.Unix(exp, 0)
 	return nil
 }
 
 // askConfirmation answers a call the policy wants confirmed: nothing is
 // sent, and the answer carries a token bound to this exact call.
-func (s *Server) askConfirmation(ctx context.Context, audit AuditCall, c Caller, ep *schema.Endpoint, wire url.Values, d policy.Decision, start time.Time) *mcp.CallToolResult {
-	out := AuditOutcome{Outcome: OutcomeConfirm, Duration: s.opts.Now().Sub(start)}
-	if err := s.audit.Record(journalContext(ctx), audit, out); err != nil {
-		return errorResult("the journal refused the record; nothing was sent: " + err.Error())
-	}
+func (s *Server) askConfirmation(ctx context.Context, audit AuditCall, c Caller, ep *schema.Endpoint, vars map[string]string, wire url.Values, d policy.Decision, start time.Time) *mcp.CallToolResult {
 	approver := approverOf(d)
 	content := map[string]any{
 		"status": "confirmation_required", "method": ep.Method, "path": audit.ConcretePath, "tool": ep.Tool,
 		"risk": audit.Risk.String(), "params": flatten(wire), "reasons": d.Reasons, "approver": approver,
 	}
 	text := fmt.Sprintf("Confirmation required before %s %s (%s). Nothing was sent.\n%s", ep.Method, audit.ConcretePath, audit.Risk, reasonsText(d))
+	var token string
+	var expiry time.Time
 	if approver == "self" {
-		token, expiry := s.confirm.issue(c, ep, wire)
-		content["confirm"] = token
-		content["expires_at"] = expiry.UTC().Format(time.RFC3339)
+		token, expiry = s.confirm.issue(c, ep, wire)
 		text += "\nTo go ahead, make the same call again with confirm set to the token below, within 5 minutes."
 	} else {
-		text += "\nThis call must be confirmed by a different principal or on the host; this key cannot confirm it."
+		p := &pendingCall{requester: c, ep: ep, path: audit.ConcretePath, vars: vars, args: audit.Args, wire: wire}
+		var err error
+		if token, err = s.confirm.hold(p); err != nil {
+			return s.refuse(ctx, audit, OutcomeError, start, "Confirmation could not be asked for: "+err.Error()+". Nothing was sent.")
+		}
+		expiry = p.expiry
+		content["status"] = "approval_required"
+		text += "\nA different principal must approve it: they call " + ToolApprove + " with the token below (their own policy must allow the call). " +
+			"Then make the same call again with confirm set to the token, within 5 minutes."
+	}
+	content["confirm"] = token
+	content["expires_at"] = expiry.UTC().Format(time.RFC3339)
+	out := AuditOutcome{Outcome: OutcomeConfirm, Duration: s.opts.Now().Sub(start)}
+	if err := s.audit.Record(journalContext(ctx), audit, out); err != nil {
+		return errorResult("the journal refused the record; nothing was sent: " + err.Error())
 	}
 	return structured(text, content)
 }

@@ -50,6 +50,18 @@ func optString(a map[string]any, name string) (string, *mcp.CallToolResult) {
 	return s, nil
 }
 
+func optBool(a map[string]any, name string) (bool, *mcp.CallToolResult) {
+	v, ok := a[name]
+	if !ok || v == nil {
+		return false, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, argError(name, "must be true or false")
+	}
+	return b, nil
+}
+
 func optInt(a map[string]any, name string, lo, hi int) (int, bool, *mcp.CallToolResult) {
 	v, ok := a[name]
 	if !ok || v == nil {
