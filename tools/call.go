@@ -98,8 +98,8 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest, start t
 	case policy.DryRun:
 		p.dryRun = true
 	case policy.Breakglass:
-		return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Refused: this call touches the protected repository and needs the break-glass procedure "+
-			"(two confirmations and a signed one-shot request run by the root runner); it cannot be made through this tool.\n"+reasonsText(decision))
+		return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Refused: this call touches the protected repository, which no call through this tool may change; "+
+			"changes to it need the break-glass procedure on the host, run by an operator. Nothing was sent.\n"+reasonsText(decision))
 	default:
 		return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Refused by policy "+decision.Policy+".\n"+reasonsText(decision)+"\nNothing was sent.")
 	}
