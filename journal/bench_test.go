@@ -2,6 +2,8 @@ package journal
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -121,6 +123,25 @@ func BenchmarkTail(b *testing.B) {
 	for b.Loop() {
 		if evs, err := j.Tail(ctx, 100); err != nil || len(evs) != 100 {
 			b.Fatal(len(evs), err)
+		}
+	}
+}
+
+// BenchmarkFsync is the floor under every durable commit on this disk: a
+// 200-byte append and an fsync of a plain file, no SQLite.
+func BenchmarkFsync(b *testing.B) {
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "fsync"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	line := make([]byte, 200)
+	for b.Loop() {
+		if _, err := f.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

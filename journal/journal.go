@@ -75,6 +75,7 @@ type Journal struct {
 	busy     time.Duration
 	maxBatch int
 	readOnly bool
+	stmts    *writeStmts
 
 	mu      sync.RWMutex // guards closed and sending on reqs
 	closed  bool
@@ -142,6 +143,10 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 			return nil, err
 		}
 		if err := j.tightenSidecars(); err != nil {
+			j.w.Close()
+			return nil, err
+		}
+		if j.stmts, err = j.prepareWrites(ctx); err != nil {
 			j.w.Close()
 			return nil, err
 		}

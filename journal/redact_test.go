@@ -220,13 +220,20 @@ func TestSecretsNeverReachTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	secrets := []string{"hunter2-cipassword", "Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eHF1dXg", tokenUUID, "dGhpcyBpcyBhIHNpZ25hdHVyZSBvZiB0aGUgdGlja2V0Cg", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"}
+	secrets := []string{"hunter2-cipassword", "Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eHF1dXg", tokenUUID,
+		"dGhpcyBpcyBhIHNpZ25hdHVyZSBvZiB0aGUgdGlja2V0Cg", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+		"JBSWY3DPEHPK3PXP", "webhook-s3cret", "json-inner-secret", "nested-token-value"}
 	c := writeCall()
-	c.Path = "/nodes/pve1/qemu/100/config"
+	c.Path = "/nodes/pve1/qemu/100/config/" + pmcpKey
 	c.Args = map[string]any{"params": map[string]any{
 		"cipassword": "hunter2-cipassword", "description": "Bearer " + pmcpKey,
 		"hookscript": "PVEAPIToken=root@pam!x=" + tokenUUID, "args": pveTicket,
+		"totp-uri": "otpauth://totp/pve:alice?secret=JBSWY3DPEHPK3PXP",
+		"endpoint": "name=hook,secret=webhook-s3cret",
+		"body":     `{"auth":{"password":"json-inner-secret"}}`,
+		"list":     []any{map[string]any{"api-token": "nested-token-value"}},
 	}}
+	c.Decision.Reasons = []string{"allowed for " + pmcpKey}
 	c.PriorConfig = map[string]any{"key": privateKey}
 	in, err := j.Intent(ctx, c)
 	if err != nil {

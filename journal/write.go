@@ -228,6 +228,35 @@ func (j *Journal) writer() {
 	}
 }
 
+// writeStmts are the writer's statements, prepared once on its one
+// connection (the driver would parse each statement again on every call).
+type writeStmts struct {
+	head, intentOf, isOpen, callRows, insert, addOpen, delOpen *sql.Stmt
+}
+
+var writeSQL = [...]string{
+	`SELECT id, hash FROM events ORDER BY id DESC LIMIT 1`,
+	`SELECT ` + columns + ` FROM events WHERE call_id = ? AND kind = 'intent'`,
+	`SELECT count(*) FROM open_intents WHERE call_id = ?`,
+	`SELECT count(*) FROM events WHERE call_id = ?`,
+	`INSERT INTO events (` + columns + `) VALUES (` + strings.Repeat("?, ", 33) + `?)`,
+	`INSERT INTO open_intents (call_id, event_id) VALUES (?, ?)`,
+	`DELETE FROM open_intents WHERE call_id = ?`,
+}
+
+func (j *Journal) prepareWrites(ctx context.Context) (*writeStmts, error) {
+	var st writeStmts
+	dst := []**sql.Stmt{&st.head, &st.intentOf, &st.isOpen, &st.callRows, &st.insert, &st.addOpen, &st.delOpen}
+	for i, q := range writeSQL {
+		s, err := j.w.PrepareContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("journal: open %s: prepare: %w", j.path, err)
+		}
+		*dst[i] = s
+	}
+	return &st, nil
+}
+
 // commitTimeout bounds one batch (a stuck disk must not hang callers
 // forever; the busy timeout bounds lock waits separately).
 const commitTimeout = 30 * time.Second
@@ -270,21 +299,15 @@ func (j *Journal) commit(batch []*writeReq) {
 		return
 	}
 	headID, headHash := int64(0), genesis
-	err = tx.QueryRowContext(ctx, `SELECT id, hash FROM events ORDER BY id DESC LIMIT 1`).Scan(&headID, &headHash)
+	err = tx.StmtContext(ctx, j.stmts.head).QueryRowContext(ctx).Scan(&headID, &headHash)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		tx.Rollback()
 		failAll(fmt.Errorf("journal: read the chain head: %w", err))
 		return
 	}
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (`+columns+`) VALUES (`+strings.Repeat("?, ", 33)+`?)`)
-	if err != nil {
-		tx.Rollback()
-		failAll(fmt.Errorf("journal: prepare: %w", err))
-		return
-	}
 	written := 0
 	for i, req := range live {
-		ruleErr, err := j.append(ctx, tx, insert, req.r, headID, headHash)
+		ruleErr, err := j.append(ctx, tx, req.r, headID, headHash)
 		if err != nil {
 			tx.Rollback()
 			failAll(fmt.Errorf("journal: append: %w", err))
@@ -314,11 +337,12 @@ func (j *Journal) commit(batch []*writeReq) {
 // append inserts one row at the head of the chain. ruleErr reports a
 // request that breaks a rule (nothing was written for it); err is a
 // database failure that dooms the batch.
-func (j *Journal) append(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *row, headID int64, headHash string) (ruleErr, err error) {
+func (j *Journal) append(ctx context.Context, tx *sql.Tx, r *row, headID int64, headHash string) (ruleErr, err error) {
+	st := j.stmts
 	switch Kind(r.kind) {
 	case KindReceipt:
 		var in row
-		err := tx.QueryRowContext(ctx, `SELECT `+columns+` FROM events WHERE call_id = ? AND kind = 'intent'`, r.callID).Scan(in.fields()...)
+		err := tx.StmtContext(ctx, st.intentOf).QueryRowContext(ctx, r.callID).Scan(in.fields()...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %s", ErrNoIntent, r.callID), nil
 		}
@@ -326,7 +350,7 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *r
 			return nil, err
 		}
 		var open int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM open_intents WHERE call_id = ?`, r.callID).Scan(&open); err != nil {
+		if err := tx.StmtContext(ctx, st.isOpen).QueryRowContext(ctx, r.callID).Scan(&open); err != nil {
 			return nil, err
 		}
 		if open == 0 {
@@ -339,7 +363,7 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *r
 		r.args, r.priorConfig, r.priorDigest = "null", "null", ""
 	default:
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE call_id = ?`, r.callID).Scan(&n); err != nil {
+		if err := tx.StmtContext(ctx, st.callRows).QueryRowContext(ctx, r.callID).Scan(&n); err != nil {
 			return nil, err
 		}
 		if n > 0 {
@@ -348,14 +372,14 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *r
 	}
 	r.id, r.format, r.prevHash = headID+1, rowFormat, headHash
 	r.hash = r.computeHash()
-	if _, err := insert.ExecContext(ctx, r.values()...); err != nil {
+	if _, err := tx.StmtContext(ctx, st.insert).ExecContext(ctx, r.values()...); err != nil {
 		return nil, err
 	}
 	switch Kind(r.kind) {
 	case KindIntent:
-		_, err = tx.ExecContext(ctx, `INSERT INTO open_intents (call_id, event_id) VALUES (?, ?)`, r.callID, r.id)
+		_, err = tx.StmtContext(ctx, st.addOpen).ExecContext(ctx, r.callID, r.id)
 	case KindReceipt:
-		_, err = tx.ExecContext(ctx, `DELETE FROM open_intents WHERE call_id = ?`, r.callID)
+		_, err = tx.StmtContext(ctx, st.delOpen).ExecContext(ctx, r.callID)
 	}
 	return nil, err
 }
