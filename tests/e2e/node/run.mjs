@@ -8,8 +8,11 @@
 //                --transport http --url URL [--origin ORIGIN] [--no-key]
 //                --scenario operator|read-only|refused
 //   node run.mjs --sdk v1|v2 [--negotiation ...] --transport stdio
-//                --command BIN [--arg A]... --scenario operator|read-only
+//                --command BIN [--arg=A]... --scenario operator|read-only|refused
 //
+// --negotiation is the v2 client's versionNegotiation: legacy (the 2025
+// initialize handshake), auto (probe server/discover, take the modern era
+// when offered) or a version to pin; the v1 client knows only the legacy era.
 // The key comes from $PMCP_KEY: over HTTP it is the bearer key, over stdio it
 // is handed to the child process the same way.
 //
@@ -21,7 +24,7 @@
 //              the call must fail) and a write through proxmox_api_call (the
 //              policy must refuse it), read VM 101's status afterwards.
 //   refused    connect and report how the connection failed (bad key, no
-//              key, foreign Origin).
+//              key, foreign Origin; over stdio, the server's stderr too).
 import { parseArgs } from "node:util";
 
 const { values: opt } = parseArgs({
