@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -218,7 +220,7 @@ func (r *rig) pveClient(tb testing.TB, tier string) *pve.Client {
 func BenchmarkThroughput16Clients(b *testing.B) {
 	for _, keysN := range []int{1, 16} {
 		b.Run(fmt.Sprintf("keys=%d", keysN), func(b *testing.B) {
-			r := newRig(b, nil)
+			r := newRig(b, realSchema(b))
 			r.start()
 			var ks []string
 			for i := range keysN {
@@ -267,4 +269,16 @@ func BenchmarkThroughput16Clients(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 		})
 	}
+}
+
+// realSchema points the daemon at the real PVE 9.1 apidoc.js when
+// ../shared/fixtures is here (the simulator behind it keeps serving the
+// demo schema's endpoints), so figures reflect what a host loads.
+func realSchema(tb testing.TB) func(cfg map[string]any) {
+	p, _ := filepath.Abs("../../shared/fixtures/pve-9.1/apidoc.js")
+	if _, err := os.Stat(p); err != nil {
+		tb.Logf("the real PVE 9.1 schema is not here (%v); measuring with the demo schema", err)
+		return nil
+	}
+	return func(cfg map[string]any) { cfg["schema"] = map[string]any{"path": p} }
 }

@@ -15,7 +15,7 @@ var (
 )
 
 // binary builds cmd/proxmox-mcp once per test run and returns its path.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pmcp-bin-")
@@ -37,7 +37,7 @@ func binary(t *testing.T) string {
 }
 
 // fixture returns a path under ../shared/fixtures or skips the test.
-func fixture(t *testing.T, rel string) string {
+func fixture(t testing.TB, rel string) string {
 	t.Helper()
 	p, _ := filepath.Abs(filepath.Join("../../shared/fixtures", rel))
 	if _, err := os.Stat(p); err != nil {

@@ -29,7 +29,7 @@ const installHint = "run `make e2e-deps` (npm ci in tests/e2e/node and tests/con
 func requireE2E() bool { return os.Getenv("PMCP_REQUIRE_E2E") == "1" }
 
 // missing skips the test, or fails it when end-to-end tests are required.
-func missing(t *testing.T, format string, args ...any) {
+func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...) + "; " + installHint
 	if requireE2E() {
@@ -40,7 +40,7 @@ func missing(t *testing.T, format string, args ...any) {
 
 // nodeModules returns the absolute path of dir's node_modules after checking
 // that every named package is installed there.
-func nodeModules(t *testing.T, dir string, pkgs ...string) string {
+func nodeModules(t testing.TB, dir string, pkgs ...string) string {
 	t.Helper()
 	abs, err := filepath.Abs(filepath.Join(dir, "node_modules"))
 	if err != nil {
@@ -55,7 +55,7 @@ func nodeModules(t *testing.T, dir string, pkgs ...string) string {
 }
 
 // lookNode finds node on PATH and checks its major version.
-func lookNode(t *testing.T, minMajor int) string {
+func lookNode(t testing.TB, minMajor int) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -65,7 +65,7 @@ func lookNode(t *testing.T, minMajor int) string {
 	return node
 }
 
-func checkNodeVersion(t *testing.T, node string, minMajor int) {
+func checkNodeVersion(t testing.TB, node string, minMajor int) {
 	t.Helper()
 	out, err := exec.Command(node, "--version").Output()
 	if err != nil {
@@ -86,7 +86,7 @@ type process struct {
 }
 
 // startJSON starts proxmox-mcp with args; see startServer.
-func startJSON(t *testing.T, v any, args ...string) *process {
+func startJSON(t testing.TB, v any, args ...string) *process {
 	t.Helper()
 	return startServer(t, binary(t), v, args...)
 }
@@ -94,7 +94,7 @@ func startJSON(t *testing.T, v any, args ...string) *process {
 // startServer starts a server program with args, decodes the one JSON line
 // it prints once ready into v, and stops it (SIGTERM, then kill) when the
 // test ends; it must exit cleanly on SIGTERM.
-func startServer(t *testing.T, bin string, v any, args ...string) *process {
+func startServer(t testing.TB, bin string, v any, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -127,7 +127,7 @@ func startServer(t *testing.T, bin string, v any, args ...string) *process {
 	return p
 }
 
-func (p *process) stop(t *testing.T) {
+func (p *process) stop(t testing.TB) {
 	if p.cmd.ProcessState != nil {
 		return
 	}
@@ -173,7 +173,7 @@ type demoInfo struct {
 
 // startDemo runs `proxmox-mcp demo` (simulator and daemon on loopback) with
 // a key of the profile.
-func startDemo(t *testing.T, profile string) demoInfo {
+func startDemo(t testing.TB, profile string) demoInfo {
 	t.Helper()
 	var d demoInfo
 	startJSON(t, &d, "demo", "--json", "--listen", "127.0.0.1:0", "--profile", profile)
@@ -193,11 +193,18 @@ type stdioHost struct {
 // startStdioHost runs the simulator (`proxmox-mcp sim`) on the built-in demo
 // schema and writes a daemon configuration that uses it with every tier's
 // token, mutations allowed.
-func startStdioHost(t *testing.T) stdioHost {
+func startStdioHost(t testing.TB) stdioHost {
+	t.Helper()
+	return startStdioHostWith(t, sim.DemoSchema())
+}
+
+// startStdioHostWith is startStdioHost with another apidoc.js (the real
+// PVE 9.1 schema, for measurements of what a host runs).
+func startStdioHostWith(t testing.TB, schema []byte) stdioHost {
 	t.Helper()
 	dir := t.TempDir()
 	apidoc := filepath.Join(dir, "apidoc.js")
-	if err := os.WriteFile(apidoc, sim.DemoSchema(), 0o644); err != nil {
+	if err := os.WriteFile(apidoc, schema, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var s struct {
@@ -243,7 +250,7 @@ func startStdioHost(t *testing.T) stdioHost {
 }
 
 // key creates a key of the profile with `proxmox-mcp key create`.
-func (h stdioHost) key(t *testing.T, name, profile string) string {
+func (h stdioHost) key(t testing.TB, name, profile string) string {
 	t.Helper()
 	out, err := exec.Command(binary(t), "key", "create", "--state-dir", h.stateDir, "--name", name, "--profile", profile, "--json").Output()
 	if err != nil {
@@ -259,7 +266,7 @@ func (h stdioHost) key(t *testing.T, name, profile string) string {
 }
 
 // command is the argv of `proxmox-mcp stdio` for this host.
-func (h stdioHost) command(t *testing.T) []string {
+func (h stdioHost) command(t testing.TB) []string {
 	return []string{binary(t), "stdio", "--config", h.config}
 }
 

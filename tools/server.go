@@ -125,6 +125,9 @@ type Server struct {
 	confirm  *confirmations
 	extra    map[string]bool // names of Options.Extra
 	audit    Auditor         // Options.Audit, marking the calls it records
+
+	visMu    sync.Mutex
+	visCache map[visCacheKey]visibility
 }
 
 // SetSwitches changes the daemon-wide switches (a reload); the tool lists
@@ -181,7 +184,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Limits.MaxWait <= 0 {
 		opts.Limits.MaxWait = 10 * time.Minute
 	}
-	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}}
+	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}, visCache: map[visCacheKey]visibility{}}
 	for _, t := range opts.Extra {
 		s.extra[t.Tool.Name] = true
 	}
@@ -302,6 +305,40 @@ func (s *Server) visible(ctx context.Context, c Caller, switches bool) (visibili
 	if err != nil {
 		return nil, err
 	}
+	// The policy engine caches its answer per principal; the map built from
+	// it is cached here, for that answer, registry and switches, so a call
+	// costs a lookup and not a map of every visible endpoint.
+	key := visCacheKey{reg: reg, n: len(names), sw: s.currentSwitches(), switches: switches}
+	if len(names) > 0 {
+		key.first = &names[0]
+	}
+	s.visMu.Lock()
+	v, ok := s.visCache[key]
+	s.visMu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v = s.buildVisibility(reg, names, switches)
+	s.visMu.Lock()
+	if len(s.visCache) >= 4096 {
+		clear(s.visCache)
+	}
+	s.visCache[key] = v
+	s.visMu.Unlock()
+	return v, nil
+}
+
+// visCacheKey identifies one visibility answer: the engine's cached slice
+// (by its first element's address and length), the registry and switches.
+type visCacheKey struct {
+	first    *string
+	n        int
+	reg      *schema.Registry
+	sw       Switches
+	switches bool
+}
+
+func (s *Server) buildVisibility(reg *schema.Registry, names []string, switches bool) visibility {
 	v := make(visibility, len(names))
 	for _, n := range names {
 		ep := reg.Tool(n)
@@ -313,7 +350,7 @@ func (s *Server) visible(ctx context.Context, c Caller, switches bool) (visibili
 		}
 		v[n] = ep
 	}
-	return v, nil
+	return v
 }
 
 // switchRefusal names the daemon-wide switch that refuses a method, if any.
