@@ -233,13 +233,15 @@ func (c *Config) PVETrust(exists func(string) bool) (fingerprint, certFile, caFi
 }
 
 // CheckFiles checks what the daemon will read at start: each token's
-// secret file, the certificate or CA it verifies PVE with, and apidoc.js.
-// It returns one error per problem, each naming the field.
-func (c *Config) CheckFiles(readable func(string) error) []error {
+// secret file, the certificate and CA it verifies PVE with, and apidoc.js.
+// exists and readable are os.Stat and os.Open in the CLI; the host
+// certificate is chosen by exists, as the daemon chooses it. It returns one
+// error per problem, each naming the field.
+func (c *Config) CheckFiles(exists func(string) bool, readable func(string) error) []error {
 	var errs []error
 	check := func(field, path string) {
 		if err := readable(path); err != nil {
-			errs = append(errs, fmt.Errorf("field %q: %w", field, err))
+			errs = append(errs, &FileError{Field: field, Err: err})
 		}
 	}
 	check("schema.path", c.SchemaPath())
@@ -248,17 +250,32 @@ func (c *Config) CheckFiles(readable func(string) error) []error {
 			check("pve.tokens."+tier+".secret_file", t.SecretFile)
 		}
 	}
-	exists := func(p string) bool { return readable(p) == nil }
+	if len(c.PVE.Tokens) == 0 {
+		return errs
+	}
 	_, certFile, caFile, err := c.PVETrust(exists)
-	switch {
-	case err != nil:
-		if len(c.PVE.Tokens) > 0 {
-			errs = append(errs, err)
+	if err != nil {
+		return append(errs, err)
+	}
+	if certFile != "" {
+		field := "pve.cert_file"
+		if c.PVE.CertFile == "" {
+			field = "pve (the host's pveproxy certificate)"
 		}
-	case certFile != "" && c.PVE.CertFile != "":
-		check("pve.cert_file", certFile)
-	case caFile != "":
+		check(field, certFile)
+	}
+	if caFile != "" {
 		check("pve.ca_file", caFile)
 	}
 	return errs
 }
+
+// FileError is a file the configuration names that cannot be used.
+type FileError struct {
+	Field string
+	Err   error
+}
+
+func (e *FileError) Error() string { return fmt.Sprintf("field %q: %v", e.Field, e.Err) }
+
+func (e *FileError) Unwrap() error { return e.Err }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -84,5 +86,49 @@ func TestEffective(t *testing.T) {
 	}
 	if c.Schema.Path != "" || c.Listen.Loopback.Address != "" {
 		t.Error("Effective changed the parsed configuration")
+	}
+}
+
+// CheckFiles names every file the daemon would fail to read, and picks the
+// host certificate the way the daemon does (by existence).
+func TestCheckFiles(t *testing.T) {
+	c, err := Parse("t", []byte(`{"version": 1, "schema": {"path": "/s/apidoc.js"},
+		"pve": {"cert_file": "/c/cert.pem", "ca_file": "/c/ca.pem",
+		        "tokens": {"root": {"id": "mcp@pve!root", "secret_file": "/t/root"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{"/s/apidoc.js": true}
+	exists := func(p string) bool { return present[p] }
+	readable := func(p string) error {
+		if present[p] {
+			return nil
+		}
+		return fs.ErrNotExist
+	}
+	var got []string
+	for _, err := range c.CheckFiles(exists, readable) {
+		var fe *FileError
+		if !errors.As(err, &fe) {
+			t.Fatalf("not a FileError: %v", err)
+		}
+		got = append(got, fe.Field)
+	}
+	if strings.Join(got, " ") != "pve.tokens.root.secret_file pve.cert_file pve.ca_file" {
+		t.Errorf("problems %v", got)
+	}
+
+	// No trust configured: the host's pveproxy certificate, chosen by
+	// existence; none at all is one error naming pve.
+	c.PVE.CertFile, c.PVE.CAFile = "", ""
+	present["/t/root"] = true
+	present["/etc/pve/local/pve-ssl.pem"] = true
+	if errs := c.CheckFiles(exists, readable); len(errs) != 0 {
+		t.Errorf("host certificate: %v", errs)
+	}
+	delete(present, "/etc/pve/local/pve-ssl.pem")
+	errs := c.CheckFiles(exists, readable)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `field "pve": no way to verify`) {
+		t.Errorf("no trust: %v", errs)
 	}
 }

@@ -313,12 +313,20 @@ func (d *Daemon) StdioCaller(ctx context.Context, key string) (tools.Caller, err
 	if err != nil {
 		return tools.Caller{}, err
 	}
-	// The session lasts; the key is checked again before every call (a
-	// cached check), so a revocation or expiry stops it at once.
-	c.Recheck = func(ctx context.Context) error {
-		_, err := d.verify.Verify(ctx, key, "stdio")
-		return err
+	// The session lasts; before every call the key is verified again (a
+	// cached check) and its caller made anew, so a revocation or expiry
+	// stops it at once and a custom policy's new tier applies.
+	var recheck func(context.Context) (tools.Caller, error)
+	recheck = func(ctx context.Context) (tools.Caller, error) {
+		p, err := d.verify.Verify(ctx, key, "stdio")
+		if err != nil {
+			return tools.Caller{}, err
+		}
+		fresh, err := d.caller(ctx, p, "stdio", "")
+		fresh.Recheck = recheck
+		return fresh, err
 	}
+	c.Recheck = recheck
 	return c, nil
 }
 
@@ -363,9 +371,9 @@ func (d *Daemon) Reload(ctx context.Context) error {
 // configurations, the switches (which a reload applies) left aside.
 func restartFields(running, next *config.Config) []string {
 	flat := func(c *config.Config) map[string]json.RawMessage {
-		e := *c
+		e := c.Effective() // a default spelt out is no change
 		e.ReadOnly, e.AllowMutations = false, false
-		b, _ := json.Marshal(&e)
+		b, _ := json.Marshal(e)
 		m := map[string]json.RawMessage{}
 		json.Unmarshal(b, &m) //nolint:errcheck // our own encoding
 		return m

@@ -52,7 +52,7 @@ type Obligation struct {
 	// Type is confirm, audit_arguments or notify.
 	Type string `json:"type"`
 	// Approver, for confirm: "self" (the same key confirms) or "other" (a
-	// different principal or the host CLI must confirm).
+	// different key approves with proxmox_approve).
 	Approver string `json:"approver,omitempty"`
 	// Message, for notify: shown to the caller with the result.
 	Message string `json:"message,omitempty"`

@@ -89,7 +89,7 @@ func (cf *confirmations) takeApproved(token string) error {
 		return errors.New("no call is waiting for approval with this token (it expired or was used)")
 	}
 	if p.approvedBy == "" {
-		return errors.New("another principal has not approved it yet: they call " + ToolApprove + " with the token")
+		return errors.New("another principal has not approved it yet")
 	}
 	delete(cf.pending, token)
 	return nil
@@ -141,7 +141,7 @@ func (s *Server) handleApprove(ctx context.Context, req mcp.CallToolRequest) (*m
 	if err != nil {
 		return argError("token", err.Error()), nil
 	}
-	audit := AuditCall{Time: start, Principal: c.Principal, Tool: ToolApprove, Endpoint: p.ep.Tool, Method: p.ep.Method,
+	audit := AuditCall{Time: start, Principal: c.Principal, Tool: req.Params.Name, Endpoint: p.ep.Tool, Method: p.ep.Method,
 		Path: p.ep.Path, ConcretePath: p.path, Args: p.args, Risk: p.ep.CallRisk(p.args)}
 	content := map[string]any{
 		"method": p.ep.Method, "path": p.path, "tool": p.ep.Tool, "risk": audit.Risk.String(), "params": flatten(p.wire),
@@ -150,7 +150,7 @@ func (s *Server) handleApprove(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	what := fmt.Sprintf("%s %s (%s), asked by key %q", p.ep.Method, p.path, audit.Risk, p.requester.Principal.Name)
 	if !approve {
-		return structured("Waiting for approval: "+what+". Call again with approve true to approve it.", content), nil
+		return structured("Waiting for approval: "+what+". To approve it: "+s.approveHint()+".", content), nil
 	}
 	if c.Principal.KeyID == p.requester.Principal.KeyID {
 		return s.refuse(ctx, audit, OutcomeDenied, start, "Refused: the key that asked cannot approve its own call; a different principal must."), nil

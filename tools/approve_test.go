@@ -11,29 +11,7 @@ import (
 // once.
 func TestApprovalByAnotherPrincipal(t *testing.T) {
 	h := newHarness(t, harnessOpts{reg: demoRegistry(t)})
-	src := []byte(`package proxmox_mcp.policy
-
-import data.proxmox_mcp.profiles.admin
-
-decision := admin.decision if input.risk == "read"
-
-decision := {"effect": "confirm", "reasons": ["changes need a second person"], "obligations": [{"type": "confirm", "approver": "other"}]} if input.risk != "read"
-`)
-	tests := []byte(`package proxmox_mcp.policy_test
-
-import data.proxmox_mcp.policy
-
-test_write_needs_other if {
-	policy.decision.obligations[0].approver == "other" with input as {"method": "POST", "risk": "write", "path": "/nodes/{node}/qemu/{vmid}/status/start"}
-}
-`)
-	dr, err := h.store.Draft(t.Context(), "two-person", src, tests)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.store.Activate(t.Context(), "two-person", dr.Digest); err != nil {
-		t.Fatal(err)
-	}
+	activateTwoPerson(t, h)
 	req, rctx := h.as("", "two-person")
 	start := map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"}
 	before := h.sim.Requests()
@@ -92,5 +70,60 @@ test_write_needs_other if {
 	}
 	if !found {
 		t.Error("no journal row for the approval")
+	}
+}
+
+// In search mode the call tool approves (there is no approve tool), and
+// the held call's answer says so.
+func TestApprovalInSearchMode(t *testing.T) {
+	h := newHarness(t, harnessOpts{mode: ModeSearch, reg: demoRegistry(t)})
+	activateTwoPerson(t, h)
+	req, rctx := h.as("", "two-person")
+	res, held := call(t, req, rctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
+	if res.IsError || !strings.Contains(text(res), `proxmox_api_call with approve {"token": ..., "approve": true}`) {
+		t.Fatalf("held call: %s", text(res))
+	}
+	token := held["confirm"].(string)
+	op, opctx := h.as("operator")
+	res, _ = call(t, op, opctx, ToolCall, map[string]any{"approve": map[string]any{"token": token, "approve": true}})
+	if res.IsError || !strings.Contains(text(res), "Approved: POST /nodes/pve1/qemu/101/status/start") {
+		t.Fatalf("approve through the call tool: %s", text(res))
+	}
+	res, _ = call(t, req, rctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "confirm": token})
+	if res.IsError {
+		t.Errorf("approved call: %s", text(res))
+	}
+	res, _ = call(t, op, opctx, ToolCall, map[string]any{"approve": map[string]any{"token": token}, "method": "GET"})
+	if !res.IsError || !strings.Contains(text(res), "argument method") {
+		t.Errorf("approve with method: %s", text(res))
+	}
+}
+
+// activateTwoPerson activates a custom policy that holds every change for a
+// second principal's approval.
+func activateTwoPerson(t *testing.T, h *harness) {
+	t.Helper()
+	src := []byte(`package proxmox_mcp.policy
+
+import data.proxmox_mcp.profiles.admin
+
+decision := admin.decision if input.risk == "read"
+
+decision := {"effect": "confirm", "reasons": ["changes need a second person"], "obligations": [{"type": "confirm", "approver": "other"}]} if input.risk != "read"
+`)
+	tests := []byte(`package proxmox_mcp.policy_test
+
+import data.proxmox_mcp.policy
+
+test_write_needs_other if {
+	policy.decision.obligations[0].approver == "other" with input as {"method": "POST", "risk": "write", "path": "/nodes/{node}/qemu/{vmid}/status/start"}
+}
+`)
+	dr, err := h.store.Draft(t.Context(), "two-person", src, tests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Activate(t.Context(), "two-person", dr.Digest); err != nil {
+		t.Fatal(err)
 	}
 }

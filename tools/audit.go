@@ -72,10 +72,14 @@ func (s *Server) journalEveryCall(next server.ToolHandlerFunc) server.ToolHandle
 	}
 }
 
-// outcomeOfRefusal tells an argument error (invalid) from a failure.
+// outcomeOfRefusal tells an argument error (invalid) and a refusal
+// (denied) from a failure.
 func outcomeOfRefusal(msg string) string {
-	if strings.HasPrefix(msg, "argument ") || strings.HasPrefix(msg, "arguments ") {
+	switch {
+	case strings.HasPrefix(msg, "argument ") || strings.HasPrefix(msg, "arguments "):
 		return OutcomeInvalid
+	case strings.HasPrefix(msg, "Refused: ") || msg == "no authenticated caller":
+		return OutcomeDenied
 	}
 	return OutcomeError
 }

@@ -15,10 +15,10 @@ type Caller struct {
 	Principal policy.Principal
 	Binding   policy.Binding
 	Tier      Tier
-	// Recheck, when set, is asked before every call whether the key is
-	// still accepted: a session that outlives one request (stdio) must stop
-	// acting the moment its key is revoked or expires.
-	Recheck func(context.Context) error
+	// Recheck, when set, is asked before every call for the caller as it
+	// is now: a session that outlives one request (stdio) must stop acting
+	// the moment its key is revoked or expires, and follow a changed tier.
+	Recheck func(context.Context) (Caller, error)
 }
 
 type callerKey struct{}

@@ -102,7 +102,11 @@ func (s *Server) toolVisible(name string, v visibility) bool {
 		return v["get_cluster_resources"] != nil && (v["get_nodes_qemu_status_current"] != nil || v["get_nodes_lxc_status_current"] != nil)
 	case ToolApprove:
 		// Whoever may make some change may approve another key's change
-		// (each approval checks the approver's policy for that call).
+		// (each approval checks the approver's policy for that call); with
+		// the switches refusing writes there is nothing to approve.
+		if s.switchRefusal("POST") != "" {
+			return false
+		}
 		for _, ep := range v {
 			if ep.Method != "GET" {
 				return true
@@ -219,14 +223,24 @@ func callTool(m Mode) mcp.Tool {
 	for k, v := range shapeProperties("") {
 		props[k] = v
 	}
+	desc := "Call the Proxmox VE API. Arguments are checked against the endpoint's schema and your policy before anything is sent; a refusal says why. Long-running calls return a UPID (wait to follow it)."
+	root := map[string]any{"type": "object", "properties": props, "required": []string{"method", "path"}, "additionalProperties": false}
+	if m == ModeSearch {
+		// With no approve tool in this mode, the call tool approves.
+		props["approve"] = map[string]any{
+			"type": "object", "description": "Instead of calling, show (approve false) or approve (approve true) another key's call that its policy holds for a second principal; method and path are then not given.",
+			"properties": map[string]any{
+				"token":   map[string]any{"type": "string", "minLength": 1, "description": "The confirmation token the requester was given."},
+				"approve": map[string]any{"type": "boolean", "description": "true approves; false (default) only shows the call."},
+			},
+			"required": []string{"token"}, "additionalProperties": false,
+		}
+		delete(root, "required")
+		desc += " With approve, shows or approves another key's held call instead."
+	}
 	return mcp.NewTool(ToolCall,
-		mcp.WithDescription("Call the Proxmox VE API. Arguments are checked against the endpoint's schema and your policy before anything is sent; a refusal says why. Long-running calls return a UPID (wait to follow it)."),
-		rawSchema(map[string]any{
-			"type":                 "object",
-			"properties":           props,
-			"required":             []string{"method", "path"},
-			"additionalProperties": false,
-		}),
+		mcp.WithDescription(desc),
+		rawSchema(root),
 		annotate("Call the Proxmox API", hints{destructive: true, openWorld: true}),
 	)
 }

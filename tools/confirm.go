@@ -128,7 +128,7 @@ func (s *Server) askConfirmation(ctx context.Context, audit AuditCall, c Caller,
 		}
 		expiry = p.expiry
 		content["status"] = "approval_required"
-		text += "\nA different principal must approve it: they call " + ToolApprove + " with the token below (their own policy must allow the call). " +
+		text += "\nA different principal must approve it: they call " + s.approveHint() + " below (their own policy must allow the call). " +
 			"Then make the same call again with confirm set to the token, within 5 minutes."
 	}
 	content["confirm"] = token

@@ -174,9 +174,11 @@ func (s *Server) caller(ctx context.Context) (Caller, *mcp.CallToolResult) {
 		return Caller{}, errorResult("no authenticated caller")
 	}
 	if c.Recheck != nil {
-		if err := c.Recheck(ctx); err != nil {
+		fresh, err := c.Recheck(ctx)
+		if err != nil {
 			return Caller{}, errorResult("Refused: your key is no longer accepted (" + err.Error() + "). Nothing was sent.")
 		}
+		c = fresh
 	}
 	return c, nil
 }
@@ -190,6 +192,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	a, err := argsOf(req)
 	if err != nil {
 		return errorResult(err.Error()), nil
+	}
+	if _, ok := a["approve"]; ok && s.opts.Mode == ModeSearch {
+		return s.approveFromCall(ctx, req, a)
 	}
 	if bad := onlyKeys(a, "method", "path", "params", "fields", "omit", "limit", "offset", "wait", "confirm", "dry_run"); bad != nil {
 		return bad, nil
@@ -612,4 +617,18 @@ func (s *Server) describeFromSearch(ctx context.Context, req mcp.CallToolRequest
 	}
 	req.Params.Arguments = args
 	return s.handleDescribe(ctx, req)
+}
+
+// approveFromCall is proxmox_api_call with approve, in search mode (which
+// has no approve tool): the approve tool's answer.
+func (s *Server) approveFromCall(ctx context.Context, req mcp.CallToolRequest, a map[string]any) (*mcp.CallToolResult, error) {
+	if bad := onlyKeys(a, "approve"); bad != nil {
+		return bad, nil
+	}
+	args, ok := a["approve"].(map[string]any)
+	if !ok {
+		return argError("approve", "must be an object: {\"token\": ..., \"approve\": true}"), nil
+	}
+	req.Params.Arguments = args
+	return s.handleApprove(ctx, req)
 }

@@ -27,9 +27,11 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 		return nil, fmt.Errorf("no authenticated caller")
 	}
 	if c.Recheck != nil {
-		if err := c.Recheck(ctx); err != nil {
+		fresh, err := c.Recheck(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("your key is no longer accepted: %w", err)
 		}
+		c = fresh
 	}
 	visible, err := s.visible(ctx, c, true)
 	if err != nil {

@@ -234,6 +234,14 @@ func (s *Server) describeHint(ep *schema.Endpoint) string {
 	return ToolDescribe + " with tool " + ep.Tool
 }
 
+// approveHint names how another principal approves a held call.
+func (s *Server) approveHint() string {
+	if s.opts.Mode == ModeSearch {
+		return ToolCall + " with approve {\"token\": ..., \"approve\": true}"
+	}
+	return ToolApprove + " with the token"
+}
+
 // followHint names how a caller follows a task.
 func (s *Server) followHint(upid string) string {
 	if s.opts.Mode == ModeSearch {
@@ -345,7 +353,7 @@ func (s *Server) buildVisibility(reg *schema.Registry, names []string, switches 
 		if ep == nil {
 			continue
 		}
-		if switches && ep.Risk != schema.RiskRead && s.switchRefusal(ep.Method) != "" {
+		if switches && s.switchRefusal(ep.Method) != "" {
 			continue
 		}
 		v[n] = ep

@@ -65,6 +65,10 @@ func (s *Server) shape(data any, sh Shape, pveTotal *int64) map[string]any {
 				out["truncated_reason"] = fmt.Sprintf("the answer is capped at %d bytes; continue at next_offset, or ask for fewer fields", s.opts.Limits.MaxResultBytes)
 			}
 		}
+		if _, ok := out["omitted_keys"]; ok {
+			out["truncated"] = true
+			out["truncated_reason"] = fmt.Sprintf("item %d alone is over the %d-byte cap: its largest keys were left out (omitted_keys); ask for them with fields", off, s.opts.Limits.MaxResultBytes)
+		}
 		if _, ok := out["omitted_items"]; ok {
 			out["truncated"] = true
 			out["truncated_reason"] = fmt.Sprintf("item %d alone is over the %d-byte cap and was left out (null); read it by a narrower path", off, s.opts.Limits.MaxResultBytes)

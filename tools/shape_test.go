@@ -39,3 +39,20 @@ func TestShapeNeverStalls(t *testing.T) {
 		})
 	}
 }
+
+// An object that alone is over the cap, last on its page, is sent with its
+// largest keys left out, and the answer says so.
+func TestShapeOversizedLastObject(t *testing.T) {
+	s := &Server{opts: Options{Limits: Limits{MaxResultBytes: 4096, DefaultListLimit: 50}}}
+	big := map[string]any{"id": "qemu/100", "config": strings.Repeat("y", 9000)}
+	out := s.shape([]any{big}, Shape{}, nil)
+	if out["truncated"] != true || out["next_offset"] != nil || out["returned"] != 1 {
+		t.Fatalf("page %v", out)
+	}
+	if keys, _ := out["omitted_keys"].([]string); len(keys) != 1 || keys[0] != "config" {
+		t.Errorf("omitted_keys %v", out["omitted_keys"])
+	}
+	if r, _ := out["truncated_reason"].(string); !strings.Contains(r, "largest keys were left out") {
+		t.Errorf("reason %q", r)
+	}
+}

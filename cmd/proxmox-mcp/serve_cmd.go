@@ -13,6 +13,7 @@ import (
 
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/daemon"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
 	"github.com/proxmox-mcp/proxmox-mcp/tools"
 )
 
@@ -137,7 +138,18 @@ func (c *cli) configValidate(args []string) error {
 	if err != nil {
 		return err
 	}
-	if errs := cfg.CheckFiles(readable); len(errs) > 0 {
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	var errs []error
+	for _, err := range cfg.CheckFiles(exists, readable) {
+		// A missing apidoc.js is no problem while the state directory holds
+		// a last-known-good copy: the daemon starts from it.
+		if fe := (*config.FileError)(nil); errors.As(err, &fe) && fe.Field == "schema.path" && lkgSchema(cfg) != "" {
+			fmt.Fprintf(c.stderr, "%s: note: %s; the daemon will start from the last-known-good copy (%s)\n", files[0], oneLine(err.Error()), lkgSchema(cfg))
+			continue
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
 		for _, err := range errs {
 			fmt.Fprintf(c.stderr, "%s: %s\n", files[0], oneLine(err.Error()))
 		}
@@ -222,4 +234,14 @@ func readable(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// lkgSchema describes the state directory's last-known-good apidoc.js, or
+// is empty when there is none that loads.
+func lkgSchema(cfg *config.Config) string {
+	reg, meta, err := schema.NewCache(cfg.SchemaCacheDir()).LoadRegistry()
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s, %d endpoints, validated %s", meta.Source, reg.Methods(), meta.ValidatedAt.Format("2006-01-02"))
 }
