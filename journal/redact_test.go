@@ -276,3 +276,25 @@ func TestEffectsMatchPolicy(t *testing.T) {
 		t.Errorf("the journal knows %d effects, the policy engine 5", len(effects))
 	}
 }
+
+// FuzzRedactText: whatever surrounds a key, its secret does not survive,
+// and redacting twice changes nothing more.
+func FuzzRedactText(f *testing.F) {
+	for _, s := range []string{"", "Bearer ", "a=1,password=", "PVEAPIToken=root@pam!x=", "{\"k\":\"", "-----BEGIN PRIVATE KEY-----", "token: ", "otpauth://"} {
+		f.Add(s, "")
+	}
+	r, err := NewRedactor([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, before, after string) {
+		in := before + pmcpKey + after
+		out := r.Text(in)
+		if strings.Contains(out, "Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eHF1dXg") {
+			t.Fatalf("Text(%q) = %q keeps the key's secret", in, out)
+		}
+		if again := r.Text(out); again != out {
+			t.Fatalf("Text is not idempotent on %q: %q, then %q", in, out, again)
+		}
+	})
+}
