@@ -1,16 +1,12 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,90 +14,18 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 	"github.com/proxmox-mcp/proxmox-mcp/tools"
+	"github.com/proxmox-mcp/proxmox-mcp/transport/mcptest"
 )
 
-// rawSession is a bare JSON-RPC client of the Streamable HTTP endpoint: the
-// least a client can cost, so the figures are the daemon's.
-type rawSession struct {
-	url, key, session string
-	hc                *http.Client
-	id                int
-}
-
-func (r *rig) rawSession(tb testing.TB, key string) *rawSession {
+// session opens a bare MCP session (transport/mcptest) with a key.
+func (r *rig) session(tb testing.TB, key string) *mcptest.Session {
 	tb.Helper()
-	s := &rawSession{url: r.url + "/mcp", key: key, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
-	resp, err := s.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	s, err := mcptest.Dial(r.url+"/mcp", key)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s.session = resp.Header.Get("Mcp-Session-Id")
-	if _, err := s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
-		tb.Fatal(err)
-	}
+	tb.Cleanup(s.Close)
 	return s
-}
-
-func (s *rawSession) post(body string) (*http.Response, error) {
-	req, err := http.NewRequest("POST", s.url, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	if s.session != "" {
-		req.Header.Set("Mcp-Session-Id", s.session)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 300 {
-		return nil, fmt.Errorf("%d: %s", resp.StatusCode, b)
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return resp, nil
-}
-
-// call invokes a tool and returns the body, failing on a tool error.
-func (s *rawSession) call(tool string, args map[string]any) ([]byte, error) {
-	s.id++
-	a, _ := json.Marshal(args)
-	resp, err := s.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, s.id, tool, a))
-	if err != nil {
-		return nil, err
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if bytes.Contains(b, []byte(`"isError":true`)) {
-		return nil, fmt.Errorf("%s: %s", tool, b)
-	}
-	return b, nil
-}
-
-// toolsListBytes is the size of a tools/list answer's result.
-func (s *rawSession) toolsListBytes() (int, int, error) {
-	s.id++
-	resp, err := s.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, s.id))
-	if err != nil {
-		return 0, 0, err
-	}
-	var msg struct {
-		Result json.RawMessage `json:"result"`
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &msg); err != nil {
-		return 0, 0, fmt.Errorf("tools/list: %w: %s", err, b)
-	}
-	var list struct{ Tools []json.RawMessage }
-	json.Unmarshal(msg.Result, &list) //nolint:errcheck // counted below
-	return len(msg.Result), len(list.Tools), nil
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration, prefix string) {
@@ -122,11 +46,11 @@ func BenchmarkToolsListBytes(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			r := newRig(b, func(cfg map[string]any) { cfg["tools"] = map[string]any{"mode": mode} })
 			r.start()
-			s := r.rawSession(b, r.key("operator"))
+			s := r.session(b, r.key("operator"))
 			var n, tools int
 			for b.Loop() {
 				var err error
-				if n, tools, err = s.toolsListBytes(); err != nil {
+				if n, tools, err = s.ToolsList(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -189,12 +113,12 @@ func BenchmarkCallOverhead(b *testing.B) {
 		reportPercentiles(b, d, "")
 	})
 	b.Run("daemon", func(b *testing.B) {
-		s := r.rawSession(b, r.key("operator"))
+		s := r.session(b, r.key("operator"))
 		args := map[string]any{"method": "GET", "path": "/nodes/pve1/qemu/101/status/current"}
 		var d []time.Duration
 		for b.Loop() {
 			t0 := time.Now()
-			if _, err := s.call("proxmox_api_call", args); err != nil {
+			if _, err := s.Call("proxmox_api_call", args); err != nil {
 				b.Fatal(err)
 			}
 			d = append(d, time.Since(t0))
@@ -226,10 +150,10 @@ func BenchmarkThroughput16Clients(b *testing.B) {
 			for i := range keysN {
 				ks = append(ks, r.keyNamed(b, fmt.Sprintf("bench-%d", i), "read-only"))
 			}
-			sessions := make([]*rawSession, 16)
+			sessions := make([]*mcptest.Session, 16)
 			for i := range sessions {
-				sessions[i] = r.rawSession(b, ks[i%len(ks)])
-				if _, err := sessions[i].call("proxmox_schema_status", nil); err != nil { // warm the key cache
+				sessions[i] = r.session(b, ks[i%len(ks)])
+				if _, err := sessions[i].Call("proxmox_schema_status", nil); err != nil { // warm the key cache
 					b.Fatal(err)
 				}
 			}
@@ -242,7 +166,7 @@ func BenchmarkThroughput16Clients(b *testing.B) {
 			errc := make(chan error, len(sessions))
 			for _, s := range sessions {
 				wg.Add(1)
-				go func(s *rawSession) {
+				go func(s *mcptest.Session) {
 					defer wg.Done()
 					for {
 						next.Lock()
@@ -252,7 +176,7 @@ func BenchmarkThroughput16Clients(b *testing.B) {
 						}
 						remaining--
 						next.Unlock()
-						if _, err := s.call("proxmox_schema_status", nil); err != nil {
+						if _, err := s.Call("proxmox_schema_status", nil); err != nil {
 							errc <- err
 							return
 						}

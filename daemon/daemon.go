@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -109,7 +110,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.keys, err = keys.Open(cfg.StateDir, keys.Options{Logger: d.log}); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	if d.verify, err = keys.NewVerifier(d.keys, keys.VerifierOptions{Logger: d.log}); err != nil {
+	if d.verify, err = keys.NewVerifier(d.keys, keys.VerifierOptions{Logger: d.log, AfterHash: debug.FreeOSMemory}); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
 	if d.jrnl, err = journal.Open(ctx, cfg.JournalPath(), journal.Options{Logger: d.log}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -54,6 +55,7 @@ func (c *cli) serve(args []string) error {
 		return err
 	}
 	log := c.logger(cfg.Log.Level)
+	softMemoryLimit()
 	// SIGHUP re-reads the file serve read: the one named, else the default.
 	path := *cfgPath
 	if path == "" {
@@ -94,6 +96,7 @@ func (c *cli) stdio(args []string) error {
 		return err
 	}
 	log := c.logger(cfg.Log.Level)
+	softMemoryLimit()
 	var key string
 	switch {
 	case *localRoot && (*keyFile != "" || os.Getenv("PMCP_KEY") != ""):
@@ -244,4 +247,17 @@ func lkgSchema(cfg *config.Config) string {
 		return ""
 	}
 	return fmt.Sprintf("%s, %d endpoints, validated %s", meta.Source, reg.Methods(), meta.ValidatedAt.Format("2006-01-02"))
+}
+
+// defaultMemoryLimit is the daemon's soft memory limit when GOMEMLIMIT is
+// not set: the collector works harder as the heap nears it (never above
+// half the CPU), so the resident size stays near the live heap (about 20
+// MiB with PVE 9.1's schema) plus one scrypt verification's 32 MiB,
+// instead of growing to twice the peak heap.
+const defaultMemoryLimit = 48 << 20
+
+func softMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 }

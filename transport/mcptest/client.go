@@ -1,0 +1,140 @@
+// Package mcptest owns a bare Streamable HTTP client of the daemon's /mcp
+// endpoint: one JSON-RPC request per POST, a bearer key, a session when
+// the server gives one. It costs as little as a client can, so that load
+// tests and benchmarks measure the server, not the client.
+package mcptest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+)
+
+// ProtocolVersion is the revision the session negotiates.
+const ProtocolVersion = "2025-06-18"
+
+// Session is an initialized MCP session over Streamable HTTP. Its methods
+// may be called from one goroutine at a time per session.
+type Session struct {
+	url, key, session string
+	hc                *http.Client
+	id                atomic.Int64
+}
+
+// ErrTool marks a tools/call whose result has isError set.
+var ErrTool = errors.New("the tool answered with an error")
+
+// Dial initializes a session with the endpoint (http://host:port/mcp).
+func Dial(url, key string) (*Session, error) {
+	s := &Session{url: url, key: key, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
+	resp, _, err := s.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + ProtocolVersion +
+		`","capabilities":{},"clientInfo":{"name":"mcptest","version":"1"}}}`)
+	if err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	s.session = resp.Header.Get("Mcp-Session-Id")
+	if _, _, err := s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		return nil, fmt.Errorf("initialized: %w", err)
+	}
+	return s, nil
+}
+
+// Close releases the session's idle connections.
+func (s *Session) Close() { s.hc.CloseIdleConnections() }
+
+func (s *Session) post(body string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest("POST", s.url, strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
+	if s.session != "" {
+		req.Header.Set("Mcp-Session-Id", s.session)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode >= 300 {
+		return nil, nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return resp, b, nil
+}
+
+// result posts a request and returns its JSON-RPC result.
+func (s *Session) result(method, params string) (json.RawMessage, error) {
+	id := s.id.Add(1)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q`, id, method)
+	if params != "" {
+		body += `,"params":` + params
+	}
+	_, b, err := s.post(body + "}")
+	if err != nil {
+		return nil, err
+	}
+	// An SSE answer carries the message in its data line.
+	if i := bytes.Index(b, []byte("data: ")); i >= 0 && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+		b = b[i+len("data: "):]
+		if j := bytes.IndexByte(b, '\n'); j >= 0 {
+			b = b[:j]
+		}
+	}
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(b, &msg); err != nil {
+		return nil, fmt.Errorf("%s: %w: %.200s", method, err, b)
+	}
+	if msg.Error != nil {
+		return nil, fmt.Errorf("%s: JSON-RPC error %d: %s", method, msg.Error.Code, msg.Error.Message)
+	}
+	return msg.Result, nil
+}
+
+// Call invokes a tool and returns its result; a result with isError is
+// returned with ErrTool.
+func (s *Session) Call(tool string, args map[string]any) (json.RawMessage, error) {
+	a, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.result("tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, tool, a))
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Contains(res, []byte(`"isError":true`)) {
+		return res, fmt.Errorf("%s: %w: %.300s", tool, ErrTool, res)
+	}
+	return res, nil
+}
+
+// ToolsList returns the tools/list result's size in bytes and its number
+// of tools.
+func (s *Session) ToolsList() (size, tools int, err error) {
+	res, err := s.result("tools/list", "")
+	if err != nil {
+		return 0, 0, err
+	}
+	var list struct{ Tools []json.RawMessage }
+	if err := json.Unmarshal(res, &list); err != nil {
+		return 0, 0, fmt.Errorf("tools/list: %w", err)
+	}
+	return len(res), len(list.Tools), nil
+}
