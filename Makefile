@@ -41,7 +41,7 @@ bench:
 
 # A short fuzz run of every parser (package:target).
 FUZZ_TARGETS := ./schema:FuzzParse ./schema:FuzzPropertyString ./schema:FuzzMatch ./pve:FuzzParseUPID \
-	./keys:FuzzParseToken ./config:FuzzParse
+	./keys:FuzzParseToken ./config:FuzzParse ./journal:FuzzRedactText
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
