@@ -44,7 +44,13 @@ func reportPercentiles(b *testing.B, d []time.Duration, prefix string) {
 func BenchmarkToolsListBytes(b *testing.B) {
 	for _, mode := range []string{"compact", "search", "expanded"} {
 		b.Run(mode, func(b *testing.B) {
-			r := newRig(b, func(cfg map[string]any) { cfg["tools"] = map[string]any{"mode": mode} })
+			real := realSchema(b)
+			r := newRig(b, func(cfg map[string]any) {
+				if real != nil {
+					real(cfg)
+				}
+				cfg["tools"] = map[string]any{"mode": mode}
+			})
 			r.start()
 			s := r.session(b, r.key("operator"))
 			var n, tools int
@@ -63,7 +69,7 @@ func BenchmarkToolsListBytes(b *testing.B) {
 // BenchmarkColdStart: from a configuration on disk to a listener that
 // answers, as `serve` does it (schema parse, keys, policies, journal).
 func BenchmarkColdStart(b *testing.B) {
-	r := newRig(b, nil)
+	r := newRig(b, realSchema(b))
 	r.d.jrnl.Close()
 	cfg, err := config.Load(r.cfgPath)
 	if err != nil {
@@ -97,7 +103,7 @@ func BenchmarkColdStart(b *testing.B) {
 // read sent straight to the simulator with the PVE client. The difference
 // of the medians is the daemon's overhead.
 func BenchmarkCallOverhead(b *testing.B) {
-	r := newRig(b, nil)
+	r := newRig(b, realSchema(b))
 	r.start()
 	b.Run("direct", func(b *testing.B) {
 		c := r.pveClient(b, "operator")
