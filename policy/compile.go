@@ -137,10 +137,16 @@ func parseModules(mods []Module) ([]*ast.Module, error) {
 	return out, nil
 }
 
+// OPA's table of interned strings is process-wide and not safe to write
+// while compiles read it; the input document's keys are added once, before
+// anything runs.
+func init() {
+	ast.InternStringTerm(inputKeys()...)
+}
+
 // compile prepares the decision query of pkg over mods (which must include
 // the library and profiles).
 func compile(ctx context.Context, name, digest, pkg string, mods []Module) (*Compiled, error) {
-	ast.InternStringTerm(inputKeys()...)
 	parsed, err := parseModules(mods)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
