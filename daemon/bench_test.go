@@ -105,6 +105,7 @@ func BenchmarkColdStart(b *testing.B) {
 func BenchmarkCallOverhead(b *testing.B) {
 	r := newRig(b, realSchema(b))
 	r.start()
+	key := r.key("operator")
 	b.Run("direct", func(b *testing.B) {
 		c := r.pveClient(b, "operator")
 		var d []time.Duration
@@ -119,7 +120,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 		reportPercentiles(b, d, "")
 	})
 	b.Run("daemon", func(b *testing.B) {
-		s := r.session(b, r.key("operator"))
+		s := r.session(b, key)
 		args := map[string]any{"method": "GET", "path": "/nodes/pve1/qemu/101/status/current"}
 		var d []time.Duration
 		for b.Loop() {
