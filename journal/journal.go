@@ -225,6 +225,10 @@ func (j *Journal) prepareFile() error {
 		return fmt.Errorf("journal: open %s: no journal there (the daemon creates it when it first starts): %w", j.path, err)
 	case errors.Is(err, fs.ErrNotExist):
 		f, err := os.OpenFile(j.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		if errors.Is(err, fs.ErrExist) {
+			// Another process created it a moment ago: open it as it is.
+			return j.prepareFile()
+		}
 		if err != nil {
 			return fmt.Errorf("journal: create %s: %w", j.path, err)
 		}

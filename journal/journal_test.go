@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -427,6 +428,42 @@ func TestTwoWritersOneFile(t *testing.T) {
 	wg.Wait()
 	if rep, err := a.Verify(ctx); err != nil || rep.Rows != 60 {
 		t.Errorf("verify = %+v, %v", rep, err)
+	}
+}
+
+// Several processes opening a journal that does not exist yet (stdio
+// sessions started together) create it once: every open succeeds, and the
+// rows they write form one chain.
+func TestConcurrentFirstOpen(t *testing.T) {
+	ctx := context.Background()
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("journal-%d.db", round))
+		const n = 8
+		js := make([]*Journal, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				js[i], errs[i] = Open(ctx, path, Options{Logger: quietLog()})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, open %d: %v", round, i, err)
+			}
+			if _, err := js[i].Record(ctx, readCall(), Result{Outcome: OutcomeOK}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep, err := js[0].Verify(ctx); err != nil || rep.Rows != n {
+			t.Errorf("verify = %+v, %v", rep, err)
+		}
+		for _, j := range js {
+			j.Close()
+		}
 	}
 }
 

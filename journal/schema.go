@@ -133,35 +133,52 @@ func (j *Journal) checkIdentity(appID, version, tables int) error {
 }
 
 // migrate applies the migrations the file lacks, each in its own
-// transaction.
+// transaction. The writer's transactions take the write lock at BEGIN, and
+// the version is read inside it: processes opening a new journal at the
+// same moment (several `proxmox-mcp stdio` sessions, `serve` and an `audit`
+// command) migrate it once, in turn, instead of racing to create it.
 func (j *Journal) migrate(ctx context.Context) error {
-	appID, version, tables, err := identify(ctx, j.w)
-	if err != nil {
-		return fmt.Errorf("journal: open %s: %w", j.path, err)
-	}
-	if err := j.checkIdentity(appID, version, tables); err != nil {
-		return err
-	}
-	for v := version; v < SchemaVersion; v++ {
-		m := migrations[v]
+	deadline := time.Now().Add(j.busy)
+	for {
 		tx, err := j.w.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, v+1, err)
+		var appID, version, tables int
+		if err == nil {
+			if appID, version, tables, err = identify(ctx, tx); err != nil {
+				tx.Rollback()
+			}
 		}
+		if err != nil {
+			// A new file's first connections race to switch it to WAL,
+			// and SQLite answers some of them "busy" at once, without
+			// waiting: try again until the busy timeout has passed.
+			if isBusy(err) && time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("journal: open %s: %w", j.path, ctx.Err())
+				case <-time.After(10 * time.Millisecond):
+				}
+				continue
+			}
+			return fmt.Errorf("journal: open %s: %w", j.path, err)
+		}
+		if err := j.checkIdentity(appID, version, tables); err != nil || version >= SchemaVersion {
+			tx.Rollback()
+			return err
+		}
+		m := migrations[version]
 		if err := m.apply(ctx, tx); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("journal: migrate %s to version %d (%s): %w", j.path, v+1, m.summary, err)
+			return fmt.Errorf("journal: migrate %s to version %d (%s): %w", j.path, version+1, m.summary, err)
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version+1)); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, v+1, err)
+			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, version+1, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, v+1, err)
+			return fmt.Errorf("journal: migrate %s to version %d: %w", j.path, version+1, err)
 		}
-		j.log.Info("journal: schema migrated", "path", j.path, "version", v+1, "migration", m.summary)
+		j.log.Info("journal: schema migrated", "path", j.path, "version", version+1, "migration", m.summary)
 	}
-	return nil
 }
 
 // checkVersion checks, through the read pool, that the file is a journal of
@@ -194,4 +211,18 @@ func (j *Journal) meta(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("journal: open %s: meta %q: %w", j.path, name, err)
 	}
 	return v, nil
+}
+
+// isBusy reports whether SQLite refused because another connection holds a
+// lock (SQLITE_BUSY or SQLITE_LOCKED, with any extended code).
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	if !errors.As(err, &coded) {
+		return false
+	}
+	switch coded.Code() & 0xff {
+	case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+		return true
+	}
+	return false
 }
