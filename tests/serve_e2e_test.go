@@ -313,3 +313,45 @@ func procMemory(tb testing.TB, pid int) (hwm, rss float64) {
 	}
 	return hwm, rss
 }
+
+// `stdio --local-root` acts as root without a key for uid 0 only, and the
+// journal names the caller local-root; for anyone else it refuses to start.
+func TestStdioLocalRoot(t *testing.T) {
+	h := startStdioHost(t)
+	if os.Geteuid() != 0 {
+		out, err := exec.Command(binary(t), "stdio", "--config", h.config, "--local-root").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--local-root is only for uid 0") {
+			t.Fatalf("non-root --local-root: %v\n%s", err, out)
+		}
+		return
+	}
+	c, err := client.NewStdioMCPClient(binary(t), os.Environ(), "stdio", "--config", h.config, "--local-root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	if isErr, text := callText(t, c, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/nodes/pve1/qemu/101/status/current"}); isErr {
+		t.Fatalf("read as local-root: %s", text)
+	}
+	c.Close()
+	out, err := exec.Command(binary(t), "audit", "tail", "--json", "-n", "5", "--state-dir", h.stateDir).Output()
+	if err != nil {
+		t.Fatalf("audit tail: %v", err)
+	}
+	if !strings.Contains(string(out), `"key_id":"local-root"`) || !strings.Contains(string(out), `"transport":"stdio"`) {
+		t.Errorf("the journal does not name local-root:\n%s", out)
+	}
+	// A key and --local-root together are refused.
+	cmd := exec.Command(binary(t), "stdio", "--config", h.config, "--local-root")
+	cmd.Env = append(os.Environ(), "PMCP_KEY=pmcp_x_y")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "--local-root takes no key") {
+		t.Errorf("--local-root with a key: %v\n%s", err, out)
+	}
+}
