@@ -43,15 +43,12 @@ func (c *Config) check() error {
 		}
 	}
 	if lb := c.Listen.Loopback; lb != nil {
-		for i, o := range lb.AllowedOrigins {
-			u, err := url.Parse(o)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-				return fmt.Errorf("field \"listen.loopback.allowed_origins[%d]\": %q is not an origin (scheme://host[:port])", i, o)
-			}
+		if err := checkOrigins("listen.loopback.allowed_origins", lb.AllowedOrigins); err != nil {
+			return err
 		}
 	}
-	if c.HTTP.MaxBodyBytes != 0 && (c.HTTP.MaxBodyBytes < 64<<10 || c.HTTP.MaxBodyBytes > 64<<20) {
-		return fmt.Errorf("field \"http.max_body_bytes\": %d is outside %d to %d", c.HTTP.MaxBodyBytes, 64<<10, 64<<20)
+	if err := c.checkListeners(); err != nil {
+		return err
 	}
 	for i, p := range c.Protected.Paths {
 		if err := checkFile(p); err != nil {
@@ -200,8 +197,15 @@ func (c *Config) Effective() *Config {
 	if e.Tools.MaxResultBytes == 0 {
 		e.Tools.MaxResultBytes = DefaultMaxResultBytes
 	}
-	if e.HTTP.MaxBodyBytes == 0 {
-		e.HTTP.MaxBodyBytes = DefaultMaxBodyBytes
+	e.HTTP = c.HTTP.Guards()
+	e.PKI.Dir = c.PKIDir()
+	if c.Listen.Tailnet != nil {
+		t := *c.Listen.Tailnet
+		if t.Hostname == "" {
+			t.Hostname = DefaultTailnetHostname
+		}
+		t.StateDir = c.TailnetStateDir()
+		e.Listen.Tailnet = &t
 	}
 	if e.Log.Level == "" {
 		e.Log.Level = DefaultLogLevel

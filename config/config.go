@@ -63,6 +63,8 @@ type Config struct {
 	Protected Protected `json:"protected,omitzero"`
 	// Log sets the log level.
 	Log Log `json:"log,omitzero"`
+	// PKI locates the local CA and the LAN listeners' certificate.
+	PKI PKI `json:"pki,omitzero"`
 }
 
 // Schema locates apidoc.js.
@@ -103,9 +105,15 @@ type Token struct {
 	SecretFile string `json:"secret_file"`
 }
 
-// Listen lists the listeners; with none, the loopback one on its default.
+// Listen lists the listeners. Loopback always runs (127.0.0.1:8765 unless
+// configured); any number of LAN TLS listeners and one Tailnet node run
+// beside it.
 type Listen struct {
 	Loopback *Loopback `json:"loopback,omitempty"`
+	// LAN are TLS listeners on private-LAN addresses (docs/exposure.md).
+	LAN []LAN `json:"lan,omitempty"`
+	// Tailnet is the embedded Tailscale node.
+	Tailnet *Tailnet `json:"tailnet,omitempty"`
 }
 
 // Loopback is the plain-HTTP listener on 127.0.0.1 or ::1.
@@ -116,10 +124,31 @@ type Loopback struct {
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 }
 
-// HTTP limits.
+// HTTP limits, applied by every HTTP listener.
 type HTTP struct {
 	// MaxBodyBytes caps a request body; 1 MiB when zero.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitzero"`
+	// RatePerKey and BurstPerKey bound the requests one key makes, over
+	// every listener together: a token bucket refilled at RatePerKey per
+	// second holding BurstPerKey (100 and 200 when zero).
+	RatePerKey  float64 `json:"rate_per_key,omitzero"`
+	BurstPerKey int     `json:"burst_per_key,omitzero"`
+	// RatePerSource and BurstPerSource bound the requests of one client
+	// address on the LAN and Tailnet listeners, keys or not (50 and 100
+	// when zero). Loopback has one source for everything and is exempt.
+	RatePerSource  float64 `json:"rate_per_source,omitzero"`
+	BurstPerSource int     `json:"burst_per_source,omitzero"`
+	// MaxSessions caps the MCP sessions open at once, over every listener
+	// (256 when zero).
+	MaxSessions int `json:"max_sessions,omitzero"`
+	// SessionIdleTimeout ends a session unused this long ("30m" when empty).
+	SessionIdleTimeout Duration `json:"session_idle_timeout,omitzero"`
+	// ReadHeaderTimeout bounds reading a request's headers ("10s"), and
+	// ReadTimeout the whole request ("60s"), against slow clients.
+	ReadHeaderTimeout Duration `json:"read_header_timeout,omitzero"`
+	ReadTimeout       Duration `json:"read_timeout,omitzero"`
+	// IdleTimeout closes a kept-alive connection idle this long ("2m").
+	IdleTimeout Duration `json:"idle_timeout,omitzero"`
 }
 
 // Protected names what the protected-repository guard protects.
@@ -192,6 +221,10 @@ func describe(err error) error {
 			field := strings.ReplaceAll(strings.TrimPrefix(string(se.JSONPointer), "/"), "/", ".")
 			if errors.Is(se.Err, json.ErrUnknownName) {
 				return fmt.Errorf("field %q is not known (the config format is strict)", field)
+			}
+			if se.Err != nil {
+				// The field's own rule, such as a duration's format.
+				return fmt.Errorf("field %q: %v", field, se.Err)
 			}
 			if se.JSONKind != 0 && se.GoType != nil {
 				return fmt.Errorf("field %q: JSON %s cannot be a %s", field, se.JSONKind, se.GoType)
