@@ -211,49 +211,78 @@ func (d *Daemon) Addresses() map[string]string {
 	return out
 }
 
+// listen opens every configured listener: loopback always, then the LAN
+// TLS listeners and the Tailnet node.
 func (d *Daemon) listen() error {
-	addr := d.cfg.LoopbackAddress()
-	hosts, err := transport.LoopbackHosts(addr)
-	if err != nil {
+	if err := d.listenLoopback(); err != nil {
 		return err
 	}
+	return nil
+}
+
+func (d *Daemon) listenLoopback() error {
+	addr := d.cfg.LoopbackAddress()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("loopback listener: %w", err)
 	}
 	// With port 0 the real port is known only now.
-	if _, port, _ := net.SplitHostPort(addr); port == "0" {
-		if hosts, err = transport.LoopbackHosts(ln.Addr().String()); err != nil {
-			ln.Close()
-			return err
-		}
+	hosts, err := transport.LoopbackHosts(ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	var origins []string
 	if lb := d.cfg.Listen.Loopback; lb != nil {
 		origins = lb.AllowedOrigins
 	}
+	return d.addHTTPListener(httpListener{name: "loopback", ln: ln, hosts: hosts, origins: origins})
+}
+
+// httpListener is one HTTP listener the daemon serves MCP on.
+type httpListener struct {
+	// name is loopback, lan or tailnet: the caller's transport.
+	name string
+	// ln accepts connections (TLS already, for LAN; the tsnet node's, for
+	// the Tailnet).
+	ln net.Listener
+	// hosts are the Host header values accepted; origins the browser
+	// origins.
+	hosts, origins []string
+	// identify, when set, tells what the listener knows of the caller
+	// beyond the key: the Tailnet identity (WhoIs).
+	identify func(r *http.Request) (*policy.TailnetIdentity, error)
+}
+
+// addHTTPListener serves MCP on a listener behind the HTTP guards; Run
+// starts it. It owns ln from here on, closing it on failure.
+func (d *Daemon) addHTTPListener(l httpListener) error {
+	auth := func(ctx context.Context, key, listenerName, source string, r *http.Request) (context.Context, error) {
+		return d.authenticate(ctx, key, listenerName, source, r, l.identify)
+	}
 	h, err := transport.NewHandler(transport.HTTPOptions{
-		Listener:       "loopback",
+		Listener:       l.name,
 		MCP:            transport.NewStreamable(d.tools.MCP(), d.log),
-		Authenticate:   d.authenticate,
-		AllowedHosts:   hosts,
-		AllowedOrigins: origins,
+		Authenticate:   auth,
+		AllowedHosts:   l.hosts,
+		AllowedOrigins: l.origins,
 		MaxBodyBytes:   d.cfg.HTTP.MaxBodyBytes,
 		Ready:          d.readiness,
 		Logger:         d.log,
 	})
 	if err != nil {
-		ln.Close()
+		l.ln.Close()
 		return err
 	}
 	d.mu.Lock()
-	d.listeners = append(d.listeners, &listener{name: "loopback", addr: addr, ln: ln, srv: transport.NewServer(h)})
+	d.listeners = append(d.listeners, &listener{name: l.name, addr: l.ln.Addr().String(), ln: l.ln, srv: transport.NewServer(h)})
 	d.mu.Unlock()
 	return nil
 }
 
 // authenticate verifies a bearer key and makes the caller of the request.
-func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source string, _ *http.Request) (context.Context, error) {
+func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source string, r *http.Request,
+	identify func(*http.Request) (*policy.TailnetIdentity, error)) (context.Context, error) {
 	host := source
 	if h, _, err := net.SplitHostPort(source); err == nil {
 		host = h
@@ -268,6 +297,13 @@ func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source str
 	c, err := d.caller(ctx, p, listenerName, host)
 	if err != nil {
 		return nil, err
+	}
+	if identify != nil {
+		id, err := identify(r)
+		if err != nil {
+			return nil, fmt.Errorf("the %s listener could not tell who is calling: %w", listenerName, err)
+		}
+		c.Principal.Tailnet = id
 	}
 	return tools.WithCaller(ctx, c), nil
 }
