@@ -83,9 +83,6 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		opts.Logger = slog.Default()
 	}
 	cfg := opts.Config
-	if len(cfg.Listen.LAN) > 0 || cfg.Listen.Tailnet != nil {
-		return nil, errors.New("daemon: listen.lan and listen.tailnet are not served by this build yet; remove them to start")
-	}
 	d := &Daemon{opts: opts, cfg: cfg, log: opts.Logger, ready: make(chan struct{})}
 	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -217,7 +214,10 @@ func (d *Daemon) listen() error {
 	if err := d.listenLoopback(); err != nil {
 		return err
 	}
-	return nil
+	if err := d.listenLAN(); err != nil {
+		return err
+	}
+	return d.listenTailnet()
 }
 
 func (d *Daemon) listenLoopback() error {
