@@ -60,6 +60,12 @@ type Daemon struct {
 	guard  *breakglass.Guard
 	tools  *tools.Server
 
+	// The HTTP guards every listener shares.
+	sessions      *transport.Sessions
+	keyLimiter    *transport.Limiter
+	sourceLimiter *transport.Limiter
+	refusals      *refusalAudit
+
 	mu        sync.Mutex
 	listeners []*listener
 	ready     chan struct{}
@@ -120,6 +126,11 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		d.jrnl.Close()
 		return nil, err
 	}
+	g := cfg.HTTP.Guards()
+	d.sessions = transport.NewSessions(g.MaxSessions, nil)
+	d.keyLimiter = transport.NewLimiter(g.RatePerKey, g.BurstPerKey, 0, nil)
+	d.sourceLimiter = transport.NewLimiter(g.RatePerSource, g.BurstPerSource, 0, nil)
+	d.refusals = newRefusalAudit(d.jrnl, d.log)
 	d.guard = breakglass.NewGuard(breakglass.Protected{Paths: cfg.Protected.Paths, Volumes: cfg.Protected.Volumes, Devices: cfg.Protected.Devices})
 	mode, err := tools.ParseMode(cfg.Tools.Mode)
 	if err != nil {
@@ -260,22 +271,34 @@ func (d *Daemon) addHTTPListener(l httpListener) error {
 	auth := func(ctx context.Context, key, listenerName, source string, r *http.Request) (context.Context, error) {
 		return d.authenticate(ctx, key, listenerName, source, r, l.identify)
 	}
-	h, err := transport.NewHandler(transport.HTTPOptions{
-		Listener:       l.name,
-		MCP:            transport.NewStreamable(d.tools.MCP(), d.log),
+	g := d.cfg.HTTP.Guards()
+	opts := transport.HTTPOptions{
+		Listener: l.name,
+		MCP: transport.NewStreamable(d.tools.MCP(), transport.StreamableOptions{
+			Sessions: d.sessions, IdleTTL: g.SessionIdleTimeout.Std(), Logger: d.log,
+		}),
 		Authenticate:   auth,
 		AllowedHosts:   l.hosts,
 		AllowedOrigins: l.origins,
-		MaxBodyBytes:   d.cfg.HTTP.MaxBodyBytes,
+		MaxBodyBytes:   g.MaxBodyBytes,
 		Ready:          d.readiness,
-		Logger:         d.log,
-	})
+		Refused: func(r *http.Request, status int, reason string) {
+			d.refusals.record(l.name, r, status, reason)
+		},
+		Sessions: d.sessions,
+		Logger:   d.log,
+	}
+	if l.name != "loopback" {
+		opts.SourceLimiter = d.sourceLimiter
+	}
+	h, err := transport.NewHandler(opts)
 	if err != nil {
 		l.ln.Close()
 		return err
 	}
+	srv := transport.NewServer(h, transport.Timeouts{ReadHeader: g.ReadHeaderTimeout.Std(), Read: g.ReadTimeout.Std(), Idle: g.IdleTimeout.Std()})
 	d.mu.Lock()
-	d.listeners = append(d.listeners, &listener{name: l.name, addr: l.ln.Addr().String(), ln: l.ln, srv: transport.NewServer(h)})
+	d.listeners = append(d.listeners, &listener{name: l.name, addr: l.ln.Addr().String(), ln: l.ln, srv: srv})
 	d.mu.Unlock()
 	return nil
 }
@@ -293,6 +316,9 @@ func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source str
 			return nil, &transport.RateLimitError{RetryAfter: 10 * time.Second}
 		}
 		return nil, err
+	}
+	if ok, wait := d.keyLimiter.Allow(p.KeyID); !ok {
+		return nil, &transport.RateLimitError{RetryAfter: wait, Reason: fmt.Sprintf("key %s is over its rate (http.rate_per_key)", p.KeyID)}
 	}
 	c, err := d.caller(ctx, p, listenerName, host)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 	"github.com/proxmox-mcp/proxmox-mcp/tools"
+	"github.com/proxmox-mcp/proxmox-mcp/transport/mcptest"
 )
 
 // rig is a daemon in front of the simulator, configured from a file on
@@ -560,5 +561,98 @@ func TestRestartFields(t *testing.T) {
 	}
 	if got := restartFields(a, a); len(got) != 0 {
 		t.Errorf("no change gave %v", got)
+	}
+}
+
+// A key over its rate gets 429 with Retry-After, on any listener; every
+// refusal before a tool runs (here a bad key and the rate limit) is in the
+// journal with its status and source.
+func TestKeyRateLimitAndRefusalAudit(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(cfg map[string]any) {
+		cfg["http"] = map[string]any{"rate_per_key": 0.5, "burst_per_key": 3}
+	})
+	r.start()
+	key := r.key("read-only")
+	s, err := mcptest.Dial(r.url+"/mcp", key) // initialize + initialized: two requests
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Call(tools.ToolSchemaStatus, nil); err != nil {
+		t.Fatalf("third request, within the burst: %v", err)
+	}
+	_, err = s.Call(tools.ToolSchemaStatus, nil)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 429") || !strings.Contains(err.Error(), "http.rate_per_key") {
+		t.Fatalf("fourth request: %v, want 429 naming http.rate_per_key", err)
+	}
+	req, _ := http.NewRequest("POST", r.url+"/mcp", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer pmcp_aaaaaaaaaaaaaaaa_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	events, err := r.d.jrnl.Tail(context.Background(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range events {
+		if strings.HasPrefix(ev.Tool, "http ") {
+			got = append(got, fmt.Sprintf("%d %s %s %s", ev.Status, ev.Outcome, ev.Principal.Transport, ev.Principal.KeyID))
+			if ev.Principal.Source != "127.0.0.1" {
+				t.Errorf("refusal row without the source: %+v", ev.Principal)
+			}
+		}
+	}
+	keyID := strings.Split(key, "_")[1]
+	want := []string{"429 denied loopback " + keyID, "401 denied loopback aaaaaaaaaaaaaaaa"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("refusal rows %q, want %q", got, want)
+	}
+}
+
+// A flood of refusals from one source is not a flood of journal rows: past
+// a burst of 20 they are counted, and the count goes into the source's next
+// row.
+func TestRefusalFloodIsSummarised(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	r.start()
+	bad := func() {
+		req, _ := http.NewRequest("POST", r.url+"/mcp", strings.NewReader(`{}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for range 25 {
+		bad()
+	}
+	rows := func() []journal.Event {
+		events, err := r.d.jrnl.Tail(context.Background(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []journal.Event
+		for _, ev := range events {
+			if strings.HasPrefix(ev.Tool, "http ") {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	if n := len(rows()); n < 20 || n > 21 {
+		t.Fatalf("%d rows for 25 refusals, want the burst of 20 (21 if a token refilled)", n)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	bad()
+	all := rows()
+	last := all[len(all)-1]
+	if !strings.Contains(last.Error, "earlier refusals from this source, not recorded one by one") || last.Principal.KeyName != "(no key)" {
+		t.Errorf("the row after the flood: %+v", last)
 	}
 }

@@ -36,7 +36,7 @@ type served struct {
 
 // startServe writes a loopback listener on a free port into the host's
 // configuration and runs `proxmox-mcp serve` until /healthz answers.
-func startServe(t testing.TB, h stdioHost) *served {
+func startServe(t testing.TB, h stdioHost, edits ...func(cfg map[string]any)) *served {
 	t.Helper()
 	raw, err := os.ReadFile(h.config)
 	if err != nil {
@@ -48,6 +48,9 @@ func startServe(t testing.TB, h stdioHost) *served {
 	}
 	addr := freeLoopbackAddr(t)
 	s.cfg["listen"] = map[string]any{"loopback": map[string]any{"address": addr}}
+	for _, edit := range edits {
+		edit(s.cfg)
+	}
 	s.writeConfig(t)
 	s.url = "http://" + addr
 	cmd := exec.Command(binary(t), "serve", "--config", h.config)
@@ -220,7 +223,9 @@ func serveUnderLoad(b *testing.B, schema []byte, mixed bool) {
 	for i := range 16 {
 		keys = append(keys, h.key(b, fmt.Sprintf("load-%d", i), "operator"))
 	}
-	s := startServe(b, h)
+	// The per-key rate limit (100 calls/s by default) is raised: this
+	// measures how fast the daemon serves, not the limit.
+	s := startServe(b, h, func(cfg map[string]any) { cfg["http"] = map[string]any{"rate_per_key": 1e6, "burst_per_key": 1000} })
 	sessions := make([]*mcptest.Session, len(keys))
 	for i, k := range keys {
 		ss, err := mcptest.Dial(s.url+"/mcp", k)

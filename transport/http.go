@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -26,11 +27,18 @@ const DefaultMaxBody = 1 << 20
 // often; the listener answers 429 with Retry-After.
 var ErrRateLimited = errors.New("too many failed attempts")
 
-// RateLimitError carries how long to wait.
-type RateLimitError struct{ RetryAfter time.Duration }
+// RateLimitError carries how long to wait, and why.
+type RateLimitError struct {
+	RetryAfter time.Duration
+	// Reason says which limit; "too many failed attempts" when empty.
+	Reason string
+}
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("too many failed attempts; retry after %s", e.RetryAfter.Round(time.Second))
+	if e.Reason != "" {
+		return "too many requests: " + e.Reason
+	}
+	return "too many failed attempts"
 }
 
 // Is matches ErrRateLimited.
@@ -65,7 +73,14 @@ type HTTPOptions struct {
 	Ready Readiness
 	// Refused is told of every refusal (for the journal); may be nil.
 	Refused func(r *http.Request, status int, reason string)
-	Logger  *slog.Logger
+	// SourceLimiter, when set, bounds the requests of each client address
+	// before anything else is done for them (the key's check included);
+	// loopback listeners have one source and go without.
+	SourceLimiter *Limiter
+	// Sessions, when set, caps the sessions open over every listener: an
+	// initialize that would open one more is refused with 503.
+	Sessions *Sessions
+	Logger   *slog.Logger
 }
 
 // NewHandler builds the listener's handler: /mcp behind the guards and
@@ -122,6 +137,16 @@ func (g *guard) hostCheck(next http.Handler) http.Handler {
 }
 
 func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
+	if g.o.SourceLimiter != nil {
+		src, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			src = r.RemoteAddr
+		}
+		if ok, wait := g.o.SourceLimiter.Allow(src); !ok {
+			g.tooMany(w, r, wait, "too many requests from "+src)
+			return
+		}
+	}
 	if origin := r.Header.Get("Origin"); origin != "" && !g.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] {
 		g.refuse(w, r, http.StatusForbidden, "forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
 		return
@@ -140,8 +165,7 @@ func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var rl *RateLimitError
 		if errors.As(err, &rl) {
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(rl.RetryAfter.Seconds()+0.5))))
-			g.refuse(w, r, http.StatusTooManyRequests, "too many requests: "+err.Error())
+			g.tooMany(w, r, rl.RetryAfter, err.Error())
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="proxmox-mcp", error="invalid_token"`)
@@ -159,10 +183,45 @@ func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the %d-byte limit", g.o.MaxBodyBytes))
 		return
 	}
+	if g.o.Sessions != nil && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
+		g.o.Sessions.Full() && isInitialize(body) {
+		w.Header().Set("Retry-After", "30")
+		g.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: %d are open, the most this daemon keeps (http.max_sessions); close one or wait for an idle one to end", g.o.Sessions.Open()))
+		return
+	}
 	r = r.WithContext(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	g.o.MCP.ServeHTTP(w, r)
+}
+
+// tooMany answers 429 with how long to wait.
+func (g *guard) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, reason string) {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	g.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s; retry after %d s", reason, secs))
+}
+
+// isInitialize reports whether a JSON-RPC body (one message, or a batch)
+// is an initialize request: the one that opens a session.
+func isInitialize(body []byte) bool {
+	var one struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &one) == nil {
+		return one.Method == "initialize"
+	}
+	var batch []struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &batch) == nil {
+		for _, m := range batch {
+			if m.Method == "initialize" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func bearer(h string) (string, bool) {
@@ -214,15 +273,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
 }
 
-// NewServer wraps a handler with the timeouts every listener uses against
-// slow clients. Writes have no deadline: a tool call may wait for a task
-// and stream progress; each call's own deadline bounds it.
-func NewServer(h http.Handler) *http.Server {
+// Timeouts bound how long a client may take; zero fields take the
+// defaults shown.
+type Timeouts struct {
+	// ReadHeader bounds reading a request's headers (10 s).
+	ReadHeader time.Duration
+	// Read bounds reading a whole request (60 s).
+	Read time.Duration
+	// Idle closes a kept-alive connection that sends nothing (2 min).
+	Idle time.Duration
+}
+
+// NewServer wraps a handler with the timeouts against slow clients. Writes
+// have no deadline: a tool call may wait for a task and stream progress;
+// each call's own deadline bounds it.
+func NewServer(h http.Handler, t Timeouts) *http.Server {
+	if t.ReadHeader <= 0 {
+		t.ReadHeader = 10 * time.Second
+	}
+	if t.Read <= 0 {
+		t.Read = 60 * time.Second
+	}
+	if t.Idle <= 0 {
+		t.Idle = 2 * time.Minute
+	}
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    64 << 10,
 	}
 }

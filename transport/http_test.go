@@ -28,7 +28,7 @@ func testServer(t *testing.T, ready Readiness) (*httptest.Server, *[]string) {
 	var refused []string
 	h, err := NewHandler(HTTPOptions{
 		Listener: "loopback",
-		MCP:      NewStreamable(s, nil),
+		MCP:      NewStreamable(s, StreamableOptions{}),
 		Authenticate: func(ctx context.Context, key, listener, source string, r *http.Request) (context.Context, error) {
 			switch key {
 			case "pmcp_good":

@@ -24,22 +24,38 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	return srv.Listen(ctx, in, out)
 }
 
+// StreamableOptions configure a listener's Streamable HTTP server.
+type StreamableOptions struct {
+	// Sessions, when set, makes the session ids and counts them over every
+	// listener (NewHandler's Sessions must be the same).
+	Sessions *Sessions
+	// IdleTTL ends a session unused this long (30 min).
+	IdleTTL time.Duration
+	Logger  *slog.Logger
+}
+
 // NewStreamable wraps an MCP server as a Streamable HTTP handler with the
 // settings every listener shares: sessions for legacy clients (so progress
 // and list_changed notifications reach them), swept when idle, and
 // heartbeats on open streams. The guards of NewHandler stand in front.
-func NewStreamable(s *server.MCPServer, logger *slog.Logger) *server.StreamableHTTPServer {
+func NewStreamable(s *server.MCPServer, o StreamableOptions) *server.StreamableHTTPServer {
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = 30 * time.Minute
+	}
 	opts := []server.StreamableHTTPOption{
 		server.WithStateful(true),
-		server.WithSessionIdleTTL(30 * time.Minute),
+		server.WithSessionIdleTTL(o.IdleTTL),
 		server.WithHeartbeatInterval(25 * time.Second),
 		// Host checks are ours (NewHandler), per listener, for every
 		// address family; mcp-go's own loopback check would refuse the
 		// listeners' legitimate names.
 		server.WithDisableLocalhostProtection(true),
 	}
-	if logger != nil {
-		opts = append(opts, server.WithStreamableHTTPLogger(logger))
+	if o.Sessions != nil {
+		opts = append(opts, server.WithSessionIdManager(o.Sessions))
+	}
+	if o.Logger != nil {
+		opts = append(opts, server.WithStreamableHTTPLogger(o.Logger))
 	}
 	return server.NewStreamableHTTPServer(s, opts...)
 }

@@ -153,7 +153,7 @@ func run(ctx context.Context, addr string, log *slog.Logger) error {
 	}
 	h, err := transport.NewHandler(transport.HTTPOptions{
 		Listener: "loopback",
-		MCP:      transport.NewStreamable(srv.MCP(), log),
+		MCP:      transport.NewStreamable(srv.MCP(), transport.StreamableOptions{Logger: log}),
 		Authenticate: func(ctx context.Context, key, listener, source string, _ *http.Request) (context.Context, error) {
 			if key != token {
 				return nil, errors.New("not the rig's token")
@@ -173,7 +173,7 @@ func run(ctx context.Context, addr string, log *slog.Logger) error {
 	httpSrv := transport.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Authorization", "Bearer "+token)
 		h.ServeHTTP(w, r)
-	}))
+	}), transport.Timeouts{})
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
 
