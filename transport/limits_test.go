@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -196,5 +197,32 @@ func TestReadHeaderTimeout(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 4*time.Second {
 		t.Errorf("the connection stayed open %v", waited)
+	}
+}
+
+// A client that sends its body too slowly is cut off at the read timeout.
+func TestReadTimeout(t *testing.T) {
+	got := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		got <- err
+	})
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config = NewServer(h, Timeouts{ReadHeader: time.Second, Read: 300 * time.Millisecond})
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+	select {
+	case err := <-got:
+		if err == nil {
+			t.Error("the handler read a whole body that never came")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow body was not cut off within 5 s")
 	}
 }
