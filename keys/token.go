@@ -81,8 +81,9 @@ func ParseToken(s string) (Token, error) {
 	if !ok {
 		return t, fmt.Errorf("%w: a key is %s<id>_<secret>; the '_' after the id is missing", ErrMalformed, Prefix)
 	}
-	if err := CheckID(id); err != nil {
-		return t, fmt.Errorf("%w: %w", ErrMalformed, err)
+	// The id is not quoted: in a mistyped key it may be part of the secret.
+	if err := idShape(id); err != nil {
+		return t, fmt.Errorf("%w: key id: %w", ErrMalformed, err)
 	}
 	if len(secret) != secretLen {
 		return t, fmt.Errorf("%w: the secret has %d characters, want %d (256 bits in base64url)", ErrMalformed, len(secret), secretLen)
@@ -97,13 +98,20 @@ func ParseToken(s string) (Token, error) {
 
 // CheckID checks the syntax of a key id.
 func CheckID(id string) error {
+	if err := idShape(id); err != nil {
+		return fmt.Errorf("key id %q: %w", truncate(id), err)
+	}
+	return nil
+}
+
+// idShape checks the syntax of a key id without quoting it.
+func idShape(id string) error {
 	if len(id) != IDLen {
-		return fmt.Errorf("key id %q: want %d characters of [a-z2-7], got %d", truncate(id), IDLen, len(id))
+		return fmt.Errorf("want %d characters of [a-z2-7], got %d", IDLen, len(id))
 	}
 	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
-			return fmt.Errorf("key id %q: character %q at %d is not in [a-z2-7]", id, c, i)
+		if c := id[i]; !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
+			return fmt.Errorf("character %q at %d is not in [a-z2-7]", c, i)
 		}
 	}
 	return nil
