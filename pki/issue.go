@@ -172,7 +172,7 @@ func permits(ca *x509.Certificate, names Names) error {
 		}
 	}
 	if len(refused) > 0 {
-		return &ConstraintError{Refused: refused, Permitted: append(slices.Clone(ca.PermittedDNSDomains), ipRangeStrings(ca)...)}
+		return &ConstraintError{Refused: refused, PermittedDNS: slices.Clone(ca.PermittedDNSDomains), PermittedIP: ipRangeStrings(ca)}
 	}
 	return nil
 }
@@ -180,13 +180,13 @@ func permits(ca *x509.Certificate, names Names) error {
 // ConstraintError says that the CA may not certify some of the configured
 // names: the CA was made for other names, and a new CA is needed.
 type ConstraintError struct {
-	Refused, Permitted []string
+	Refused, PermittedDNS, PermittedIP []string
 }
 
 func (e *ConstraintError) Error() string {
-	return fmt.Sprintf("the CA's name constraints do not permit %s (it permits %s and subdomains of the names): "+
+	return fmt.Sprintf("the CA's name constraints do not permit %s (it permits the names %s and their subdomains, and the addresses in %s): "+
 		"replace the CA with `proxmox-mcp pki init --force`, then trust the new ca.pem on each client",
-		strings.Join(e.Refused, ", "), strings.Join(e.Permitted, ", "))
+		strings.Join(e.Refused, ", "), strings.Join(e.PermittedDNS, ", "), strings.Join(e.PermittedIP, ", "))
 }
 
 func ipRangeStrings(c *x509.Certificate) []string {
@@ -304,7 +304,7 @@ func DueReason(ca, server *x509.Certificate, names Names, now time.Time) string 
 	case !now.Before(server.NotAfter):
 		return fmt.Sprintf("the server certificate expired on %s", server.NotAfter.Format(time.RFC3339))
 	}
-	if have := namesOf(server); !have.Equal(names) {
+	if have := NamesOf(server); !have.Equal(names) {
 		added, dropped := have.diff(names.sorted())
 		var parts []string
 		if len(added) > 0 {

@@ -60,8 +60,8 @@ func NamesFor(lans []config.LAN, hostname string) (Names, error) {
 	return n.sorted(), nil
 }
 
-// namesOf reads the SANs of a certificate.
-func namesOf(c *x509.Certificate) Names {
+// NamesOf are the SANs of a certificate, as NamesFor makes them.
+func NamesOf(c *x509.Certificate) Names {
 	var n Names
 	for _, d := range c.DNSNames {
 		n.DNS = append(n.DNS, normalizeDNS(d))

@@ -197,7 +197,7 @@ func TestInitWritesTheCAAndTheServerCertificate(t *testing.T) {
 	if pub, ok := s.PublicKey.(*ecdsa.PublicKey); !ok || pub.Curve != elliptic.P256() {
 		t.Errorf("server key %T, want ECDSA P-256", s.PublicKey)
 	}
-	if got := namesOf(s); !got.Equal(names) {
+	if got := NamesOf(s); !got.Equal(names) {
 		t.Errorf("server SANs %s, want %s", got, names)
 	}
 	if got := s.NotAfter.Sub(t0); got != ServerLifetime {
@@ -452,7 +452,7 @@ func TestRenew(t *testing.T) {
 				}
 				return n, t0.Add(time.Hour)
 			}},
-		{name: "a name the CA may not certify", want: "error: the CA's name constraints do not permit other.example (it permits mcp.home.arpa, pve1, pve1.lan, 10.0.0.0/8",
+		{name: "a name the CA may not certify", want: "error: the CA's name constraints do not permit other.example (it permits the names mcp.home.arpa, pve1, pve1.lan and their subdomains, and the addresses in 10.0.0.0/8, 172.16.0.0/12",
 			setup: func(t *testing.T, p *PKI) (Names, time.Time) {
 				n, err := NamesFor([]config.LAN{{Address: "192.168.1.10:8443", Names: []string{"other.example"}}}, "pve1")
 				if err != nil {

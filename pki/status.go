@@ -104,7 +104,7 @@ func (p *PKI) Inspect(names *Names) (*Status, error) {
 	}
 	if server != nil {
 		info := certInfo(p.Path(ServerFile), server)
-		n := namesOf(server)
+		n := NamesOf(server)
 		info.DNSNames = n.DNS
 		for _, ip := range n.IPs {
 			info.IPAddresses = append(info.IPAddresses, ip.String())
