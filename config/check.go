@@ -237,7 +237,8 @@ func (c *Config) PVETrust(exists func(string) bool) (fingerprint, certFile, caFi
 }
 
 // CheckFiles checks what the daemon will read at start: each token's
-// secret file, the certificate and CA it verifies PVE with, and apidoc.js.
+// secret file, the certificate and CA it verifies PVE with, apidoc.js, the
+// LAN server certificate and key, and the Tailnet auth key file.
 // exists and readable are os.Stat and os.Open in the CLI; the host
 // certificate is chosen by exists, as the daemon chooses it. It returns one
 // error per problem, each naming the field.
@@ -249,6 +250,17 @@ func (c *Config) CheckFiles(exists func(string) bool, readable func(string) erro
 		}
 	}
 	check("schema.path", c.SchemaPath())
+	if len(c.Listen.LAN) > 0 {
+		// The daemon reads the server certificate and key, never the CA key.
+		for _, name := range []string{"server.pem", "server-key.pem"} {
+			if err := readable(filepath.Join(c.PKIDir(), name)); err != nil {
+				errs = append(errs, &FileError{Field: "pki.dir", Err: fmt.Errorf("%w: the LAN listeners need %s; run `proxmox-mcp pki init` as root", err, name)})
+			}
+		}
+	}
+	if t := c.Listen.Tailnet; t != nil && t.AuthKeyFile != "" {
+		check("listen.tailnet.auth_key_file", t.AuthKeyFile)
+	}
 	for _, tier := range tierNames {
 		if t, ok := c.PVE.Tokens[tier]; ok {
 			check("pve.tokens."+tier+".secret_file", t.SecretFile)

@@ -132,3 +132,36 @@ func TestCheckFiles(t *testing.T) {
 		t.Errorf("no trust: %v", errs)
 	}
 }
+
+// With a LAN listener the server certificate and key must be readable (the
+// CA key is not needed); with a Tailnet auth key file, that file.
+func TestCheckFilesListeners(t *testing.T) {
+	c, err := Parse("t", []byte(`{"version": 1, "schema": {"path": "/s/apidoc.js"}, "pki": {"dir": "/p"},
+		"listen": {"lan": [{"address": "10.0.0.5:8443"}], "tailnet": {"auth_key_file": "/k/ts"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{"/s/apidoc.js": true, "/p/server.pem": true}
+	readable := func(p string) error {
+		if present[p] {
+			return nil
+		}
+		return fs.ErrNotExist
+	}
+	errs := c.CheckFiles(func(p string) bool { return present[p] }, readable)
+	var got []string
+	for _, err := range errs {
+		got = append(got, err.Error())
+	}
+	want := []string{
+		`field "pki.dir": file does not exist: the LAN listeners need server-key.pem; run ` + "`proxmox-mcp pki init`" + ` as root`,
+		`field "listen.tailnet.auth_key_file": file does not exist`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	present["/p/server-key.pem"], present["/k/ts"] = true, true
+	if errs := c.CheckFiles(func(p string) bool { return present[p] }, readable); len(errs) != 0 {
+		t.Errorf("all present: %v", errs)
+	}
+}

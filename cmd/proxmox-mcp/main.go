@@ -50,6 +50,7 @@ func commands() map[string]command {
 		keyCommands(),
 		policyCommands(),
 		auditCommands(),
+		pkiCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd
