@@ -176,6 +176,21 @@ func TestLANEndToEnd(t *testing.T) {
 	if resp.TLS == nil || resp.TLS.Version != tls.VersionTLS13 || !slices.Contains(resp.TLS.PeerCertificates[0].DNSNames, lanName) {
 		t.Errorf("TLS state %+v", resp.TLS)
 	}
+	// Clients that negotiate HTTP/2 (ALPN h2) are served over it.
+	h2 := lr.httpClient(lr.pool)
+	h2.Transport.(*http.Transport).ForceAttemptHTTP2 = true
+	s := dialLAN(t, h2, lr.base+"/mcp", lr.key("read-only"))
+	if err := s.call(tools.ToolCall, map[string]any{"method": "GET", "path": "/version"}); err != nil {
+		t.Fatalf("a call over HTTP/2: %v", err)
+	}
+	resp, err = h2.Get(lr.base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+		t.Errorf("an h2 client got %s %d", resp.Proto, resp.StatusCode)
+	}
 	// Plain HTTP on the TLS port gets nothing useful.
 	plain, err := http.Get("http://" + lr.addr + "/healthz")
 	if err == nil {
