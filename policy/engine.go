@@ -49,10 +49,13 @@ type customEntry struct {
 	compiled *Compiled
 }
 
+// visKey keys the visibility cache. The Tailnet identity has lists and
+// maps, so it is keyed by its canonical encoding: callers whose identities
+// differ in anything (a capability's value included) never share an entry.
 type visKey struct {
 	digest, registry string
-	principal        Principal
-	tailnet          TailnetIdentity
+	principal        Principal // without Tailnet
+	tailnet          string    // TailnetIdentity.cacheKey, "" without one
 }
 
 // NewEngine compiles the built-in profiles. store may be nil when no custom
@@ -143,7 +146,9 @@ func (e *Engine) VisibleTools(ctx context.Context, b Binding, p Principal, reg *
 	}
 	key := visKey{digest: c.Digest, registry: reg.SHA256(), principal: p}
 	if p.Tailnet != nil {
-		key.tailnet = *p.Tailnet
+		if key.tailnet, err = p.Tailnet.cacheKey(); err != nil {
+			return nil, err
+		}
 		key.principal.Tailnet = nil
 	}
 	e.mu.Lock()

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -44,8 +45,60 @@ type Principal struct {
 
 // TailnetIdentity is what tsnet's WhoIs says about the caller.
 type TailnetIdentity struct {
-	User string // login name, alice@example.com
-	Node string // machine name
+	// User is the node owner's login name, alice@example.com; for a tagged
+	// node it is Tailscale's pseudo-user "tagged-devices", so authorize
+	// tagged nodes by Tags.
+	User string `json:"user"`
+	// Node is the calling machine's MagicDNS name without the tailnet
+	// domain: laptop.
+	Node string `json:"node"`
+	// Tags are the node's ACL tags (tag:ci), sorted; none for a node
+	// owned by a user.
+	Tags []string `json:"tags,omitempty"`
+	// Capabilities are the application capabilities the tailnet policy
+	// grants the caller on this node (the "app" of a grant, WhoIs's
+	// CapMap): capability name -> the granted values, as decoded JSON.
+	Capabilities map[string][]any `json:"capabilities,omitempty"`
+}
+
+// cacheKey is a canonical encoding of the identity: two identities have
+// the same key only when every field, each capability value included, is
+// the same.
+func (t *TailnetIdentity) cacheKey() (string, error) {
+	c := *t
+	c.Tags = slices.Clone(t.Tags)
+	slices.Sort(c.Tags)
+	// encoding/json writes map keys sorted and values compacted.
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("policy: tailnet identity: %w", err)
+	}
+	return string(b), nil
+}
+
+// value is the identity as the input's principal.tailnet.
+func (t *TailnetIdentity) value() (ast.Value, error) {
+	tags := make([]*ast.Term, len(t.Tags))
+	for i, tag := range t.Tags {
+		tags[i] = ast.StringTerm(tag)
+	}
+	caps := ast.NewObject()
+	for name, vals := range t.Capabilities {
+		if vals == nil {
+			vals = []any{}
+		}
+		v, err := ast.InterfaceToValue(vals)
+		if err != nil {
+			return nil, fmt.Errorf("policy input: principal.tailnet.capabilities[%q]: %w", name, err)
+		}
+		caps.Insert(ast.StringTerm(name), ast.NewTerm(v))
+	}
+	return ast.NewObject(
+		strItem("user", t.User),
+		strItem("node", t.Node),
+		item("tags", ast.NewArray(tags...)),
+		item("capabilities", caps),
+	), nil
 }
 
 // EndpointFacts are facts of the endpoint from the schema.
@@ -341,10 +394,11 @@ func (in *Input) Value() (ast.Value, error) {
 		strItem("source", p.Source),
 	)
 	if p.Tailnet != nil {
-		principal.Insert(ast.StringTerm("tailnet"), ast.NewTerm(ast.NewObject(
-			strItem("user", p.Tailnet.User),
-			strItem("node", p.Tailnet.Node),
-		)))
+		tn, err := p.Tailnet.value()
+		if err != nil {
+			return nil, err
+		}
+		principal.Insert(ast.InternedTerm("tailnet"), ast.NewTerm(tn))
 	}
 	t := in.Targets
 	// Evaluation never modifies its input: the empty lists share one term.
@@ -426,7 +480,7 @@ func timeValue(t time.Time) ast.Value {
 // them in OPA's term table so that building an input allocates no key.
 func inputKeys() []string {
 	return []string{
-		"principal", "key_id", "name", "profile", "policy", "transport", "source", "tailnet", "user", "node",
+		"principal", "key_id", "name", "profile", "policy", "transport", "source", "tailnet", "user", "node", "tags", "capabilities",
 		"tool", "method", "path", "concrete_path", "params", "risk", "endpoint", "expose_credentials", "download",
 		"targets", "nodes", "vmids", "storages", "pools", "paths", "services", "commands",
 		"guard", "evaluated", "hits", "kind", "value", "param",

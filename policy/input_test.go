@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 func TestTargetsOf(t *testing.T) {
@@ -67,14 +69,71 @@ func TestInputValue(t *testing.T) {
 	loc := time.FixedZone("CET", 3600)
 	in := BuildInput(ep, "/nodes/pve1/qemu/100/status/stop", vars, map[string]any{"timeout": 30},
 		Principal{KeyID: "abcdefghijklmnop", Name: "alice", Profile: "operator", Transport: "tailnet", Source: "100.64.0.7",
-			Tailnet: &TailnetIdentity{User: "alice@example.com", Node: "laptop"}},
+			Tailnet: &TailnetIdentity{User: "alice@example.com", Node: "laptop", Tags: []string{"tag:admins"},
+				Capabilities: map[string][]any{"example.com/cap/proxmox-mcp": {map[string]any{"role": "operator", "vmids": []any{100.0, 101.0}}}}}},
 		Guard{Evaluated: true}, time.Date(2026, 3, 13, 17, 30, 0, 0, loc))
 	v, err := in.Value()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"concrete_path": "/nodes/pve1/qemu/100/status/stop", "endpoint": {"download": false, "expose_credentials": false, "risk": "destructive"}, "guard": {"evaluated": true, "hits": []}, "method": "POST", "params": {"timeout": 30}, "path": "/nodes/{node}/qemu/{vmid}/status/stop", "principal": {"key_id": "abcdefghijklmnop", "name": "alice", "policy": "", "profile": "operator", "source": "100.64.0.7", "tailnet": {"node": "laptop", "user": "alice@example.com"}, "transport": "tailnet"}, "risk": "destructive", "targets": {"commands": [], "nodes": ["pve1"], "paths": [], "pools": [], "services": [], "storages": [], "vmids": [100]}, "time": {"hour": 17, "minute": 30, "rfc3339": "2026-03-13T17:30:00+01:00", "unix": 1773419400, "utc_offset_seconds": 3600, "weekday": "Friday", "zone": "CET"}, "tool": "post_nodes_qemu_status_stop"}`
+	want := `{"concrete_path": "/nodes/pve1/qemu/100/status/stop", "endpoint": {"download": false, "expose_credentials": false, "risk": "destructive"}, "guard": {"evaluated": true, "hits": []}, "method": "POST", "params": {"timeout": 30}, "path": "/nodes/{node}/qemu/{vmid}/status/stop", "principal": {"key_id": "abcdefghijklmnop", "name": "alice", "policy": "", "profile": "operator", "source": "100.64.0.7", "tailnet": {"capabilities": {"example.com/cap/proxmox-mcp": [{"role": "operator", "vmids": [100, 101]}]}, "node": "laptop", "tags": ["tag:admins"], "user": "alice@example.com"}, "transport": "tailnet"}, "risk": "destructive", "targets": {"commands": [], "nodes": ["pve1"], "paths": [], "pools": [], "services": [], "storages": [], "vmids": [100]}, "time": {"hour": 17, "minute": 30, "rfc3339": "2026-03-13T17:30:00+01:00", "unix": 1773419400, "utc_offset_seconds": 3600, "weekday": "Friday", "zone": "CET"}, "tool": "post_nodes_qemu_status_stop"}`
 	if got := v.String(); got != want {
 		t.Errorf("input =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A Tailnet identity without tags or grants still has both fields, empty,
+// so that a policy can test them without an undefined.
+func TestInputValueTailnetEmpty(t *testing.T) {
+	in := Input{Principal: Principal{Transport: "tailnet", Tailnet: &TailnetIdentity{User: "tagged-devices", Node: "ci-runner"}}}
+	v, err := in.Value()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.(interface{ Get(*ast.Term) *ast.Term }).Get(ast.StringTerm("principal")).Value.(ast.Object).Get(ast.StringTerm("tailnet")).String()
+	if want := `{"capabilities": {}, "node": "ci-runner", "tags": [], "user": "tagged-devices"}`; got != want {
+		t.Errorf("principal.tailnet = %s, want %s", got, want)
+	}
+}
+
+// The cache key of an identity is canonical (tag order does not matter)
+// and tells apart identities that differ in any field, a capability's value
+// included.
+func TestTailnetCacheKey(t *testing.T) {
+	key := func(id TailnetIdentity) string {
+		t.Helper()
+		k, err := id.cacheKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	base := TailnetIdentity{User: "alice@example.com", Node: "laptop", Tags: []string{"tag:b", "tag:a"},
+		Capabilities: map[string][]any{"example.com/cap/x": {map[string]any{"role": "read-only"}}, "example.com/cap/y": {}}}
+	same := base
+	same.Tags = []string{"tag:a", "tag:b"}
+	same.Capabilities = map[string][]any{"example.com/cap/y": {}, "example.com/cap/x": {map[string]any{"role": "read-only"}}}
+	if key(base) != key(same) {
+		t.Errorf("the same identity has two keys:\n%s\n%s", key(base), key(same))
+	}
+	if base.Tags[0] != "tag:b" {
+		t.Error("cacheKey sorted the caller's tags in place")
+	}
+	seen := map[string]string{key(base): "base"}
+	for name, id := range map[string]TailnetIdentity{
+		"user":       {User: "bob@example.com", Node: base.Node, Tags: base.Tags, Capabilities: base.Capabilities},
+		"node":       {User: base.User, Node: "desktop", Tags: base.Tags, Capabilities: base.Capabilities},
+		"tags":       {User: base.User, Node: base.Node, Tags: []string{"tag:a"}, Capabilities: base.Capabilities},
+		"no caps":    {User: base.User, Node: base.Node, Tags: base.Tags},
+		"cap value":  {User: base.User, Node: base.Node, Tags: base.Tags, Capabilities: map[string][]any{"example.com/cap/x": {map[string]any{"role": "operator"}}, "example.com/cap/y": {}}},
+		"cap name":   {User: base.User, Node: base.Node, Tags: base.Tags, Capabilities: map[string][]any{"example.com/cap/z": {map[string]any{"role": "read-only"}}, "example.com/cap/y": {}}},
+		"separator":  {User: base.User + `","node":"`, Node: base.Node, Tags: base.Tags, Capabilities: base.Capabilities},
+		"two grants": {User: base.User, Node: base.Node, Tags: base.Tags, Capabilities: map[string][]any{"example.com/cap/x": {map[string]any{"role": "read-only"}, map[string]any{"role": "read-only"}}, "example.com/cap/y": {}}},
+	} {
+		k := key(id)
+		if other, dup := seen[k]; dup {
+			t.Errorf("%s and %s share the key %s", name, other, k)
+		}
+		seen[k] = name
 	}
 }

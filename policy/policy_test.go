@@ -330,3 +330,72 @@ func TestParseDecisionRejects(t *testing.T) {
 		})
 	}
 }
+
+// Visibility is cached per principal; two Tailnet callers whose identities
+// differ only in a capability grant's value never share a cached answer,
+// and a policy requiring the grant sees each caller's own.
+func TestVisibleToolsPerTailnetGrant(t *testing.T) {
+	reg := fixtureRegistry(t, pve91)
+	ctx := context.Background()
+	s, err := NewStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := header + `default decision := {"effect": "deny", "reasons": ["no grant"], "obligations": []}
+
+decision := lib.allow("granted") if {
+	some g in input.principal.tailnet.capabilities["example.com/cap/pmcp"]
+	g.role == "reader"
+	input.method == "GET"
+}
+`
+	tests := "package proxmox_mcp.policy_test\n\nimport data.proxmox_mcp.policy\n\n" +
+		`test_grant if policy.decision.effect == "allow" with input as {"method": "GET", "principal": {"tailnet": {"capabilities": {"example.com/cap/pmcp": [{"role": "reader"}]}}}}` + "\n"
+	res, err := s.Draft(ctx, "grant", []byte(src), []byte(tests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Activate(ctx, "grant", res.Digest); err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(ctx, s, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Binding{Policy: "grant"}
+	caller := func(role string) Principal {
+		id := &TailnetIdentity{User: "alice@example.com", Node: "laptop"}
+		if role != "" {
+			id.Capabilities = map[string][]any{"example.com/cap/pmcp": {map[string]any{"role": role}}}
+		}
+		return Principal{KeyID: "k", Policy: "grant", Transport: "tailnet", Source: "100.64.0.2", Tailnet: id}
+	}
+	visible := func(p Principal) int {
+		t.Helper()
+		tools, err := e.VisibleTools(ctx, b, p, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(tools)
+	}
+	reader := visible(caller("reader"))
+	if reader == 0 {
+		t.Fatal("the caller with the grant sees no tool")
+	}
+	for _, role := range []string{"writer", ""} {
+		if n := visible(caller(role)); n != 0 {
+			t.Errorf("a caller with grant %q sees %d tools (the cached answer of another caller?)", role, n)
+		}
+	}
+	if n := visible(caller("reader")); n != reader {
+		t.Errorf("the reader again: %d tools, want %d", n, reader)
+	}
+	// The decisions agree with the visibility.
+	for role, want := range map[string]Effect{"reader": Allow, "writer": Deny, "": Deny} {
+		in := call("GET", "/version", schema.RiskRead)
+		in.Principal = caller(role)
+		if d := e.Decide(ctx, b, in); d.Effect != want {
+			t.Errorf("grant %q: %+v, want %s", role, d, want)
+		}
+	}
+}

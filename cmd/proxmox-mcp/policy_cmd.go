@@ -116,10 +116,8 @@ type simPrincipal struct {
 	Name      string `json:"name"`
 	Transport string `json:"transport"`
 	Source    string `json:"source"`
-	Tailnet   *struct {
-		User string `json:"user"`
-		Node string `json:"node"`
-	} `json:"tailnet"`
+	// Tailnet is what WhoIs would say: user, node, tags, capabilities.
+	Tailnet *policy.TailnetIdentity `json:"tailnet"`
 }
 
 // loadPolicy compiles what simulate names: a .rego file, a built-in
@@ -225,9 +223,7 @@ func (c *cli) policySimulate(args []string) error {
 		if p.Transport == "" {
 			p.Transport = "loopback"
 		}
-		if t := cs.Principal.Tailnet; t != nil {
-			p.Tailnet = &policy.TailnetIdentity{User: t.User, Node: t.Node}
-		}
+		p.Tailnet = cs.Principal.Tailnet
 		in := policy.BuildInput(ep, cs.Path, vars, cs.Params, p, policy.Guard{Evaluated: true, Hits: cs.Guard}, now)
 		d := compiled.Decide(ctx, &in, time.Second)
 		r := result{Name: cs.Name, Decision: d, Expect: cs.Expect, OK: cs.Expect == "" || cs.Expect == d.Effect}
