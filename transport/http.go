@@ -44,6 +44,23 @@ func (e *RateLimitError) Error() string {
 // Is matches ErrRateLimited.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
+// ForbiddenError is returned by an Authenticator for a caller the listener
+// will not serve whatever its key: one whose Tailnet identity cannot be
+// established. The listener answers 403 with the reason.
+type ForbiddenError struct {
+	Reason string
+	Err    error
+}
+
+func (e *ForbiddenError) Error() string {
+	if e.Err != nil {
+		return e.Reason + ": " + e.Err.Error()
+	}
+	return e.Reason
+}
+
+func (e *ForbiddenError) Unwrap() error { return e.Err }
+
 // Authenticator verifies a bearer key and returns the request context
 // carrying the caller. listener names the listener (loopback, lan, tailnet)
 // and source the client address.
@@ -64,6 +81,11 @@ type HTTPOptions struct {
 	// AllowedHosts are the Host header values accepted (host or host:port);
 	// any other is refused with 403, which stops DNS rebinding.
 	AllowedHosts []string
+	// HostAllowed, when set, is asked about a Host (lower-cased, as sent)
+	// that AllowedHosts does not list: for a listener whose names can
+	// change while it runs (the Tailnet node's). One of the two is
+	// required.
+	HostAllowed func(host string) bool
 	// AllowedOrigins are the Origin values accepted; a request without an
 	// Origin (every non-browser client) is accepted, any other Origin is 403.
 	AllowedOrigins []string
@@ -89,7 +111,7 @@ func NewHandler(o HTTPOptions) (http.Handler, error) {
 	if o.MCP == nil || o.Authenticate == nil {
 		return nil, errors.New("transport: an MCP handler and an authenticator are required")
 	}
-	if len(o.AllowedHosts) == 0 {
+	if len(o.AllowedHosts) == 0 && o.HostAllowed == nil {
 		return nil, errors.New("transport: at least one allowed Host is required")
 	}
 	if o.MaxBodyBytes <= 0 {
@@ -125,15 +147,24 @@ type guard struct {
 // page that rebinds a DNS name to 127.0.0.1 still sends its own name.
 func (g *guard) hostCheck(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
-		if !g.hosts[host] {
-			if h, _, err := net.SplitHostPort(host); err != nil || !g.hosts[h] {
-				g.refuse(w, r, http.StatusForbidden, "forbidden: Host "+strconv.Quote(r.Host)+" is not this listener's")
-				return
-			}
+		if !g.hostAllowed(strings.ToLower(r.Host)) {
+			g.refuse(w, r, http.StatusForbidden, "forbidden: Host "+strconv.Quote(r.Host)+" is not this listener's")
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostAllowed accepts a listed Host, with or without its port, or one the
+// HostAllowed hook accepts.
+func (g *guard) hostAllowed(host string) bool {
+	if g.hosts[host] {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil && g.hosts[h] {
+		return true
+	}
+	return g.o.HostAllowed != nil && g.o.HostAllowed(host)
 }
 
 func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
@@ -166,6 +197,11 @@ func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
 		var rl *RateLimitError
 		if errors.As(err, &rl) {
 			g.tooMany(w, r, rl.RetryAfter, err.Error())
+			return
+		}
+		var fe *ForbiddenError
+		if errors.As(err, &fe) {
+			g.refuse(w, r, http.StatusForbidden, "forbidden: "+fe.Reason)
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="proxmox-mcp", error="invalid_token"`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +36,8 @@ func testServer(t *testing.T, ready Readiness) (*httptest.Server, *[]string) {
 				return context.WithValue(ctx, whoKey{}, listener+"/"+source[:strings.LastIndexByte(source, ':')]), nil
 			case "pmcp_flood":
 				return nil, &RateLimitError{RetryAfter: 30 * time.Second}
+			case "pmcp_stranger":
+				return nil, fmt.Errorf("the tailnet listener: %w", &ForbiddenError{Reason: "the caller is not a tailnet peer", Err: errors.New("no match for IP:port")})
 			}
 			return nil, errors.New("no")
 		},
@@ -90,6 +93,7 @@ func TestGuards(t *testing.T) {
 		{"rebinding host", initBody, map[string]string{"Authorization": "Bearer pmcp_good", "Host": "evil.example:8765"}, 403, "Host"},
 		{"body over 1 MiB", `{"x":"` + strings.Repeat("a", DefaultMaxBody) + `"}`, map[string]string{"Authorization": "Bearer pmcp_good"}, 413, "limit"},
 		{"rate limited", initBody, map[string]string{"Authorization": "Bearer pmcp_flood"}, 429, "too many"},
+		{"unidentified caller", initBody, map[string]string{"Authorization": "Bearer pmcp_stranger"}, 403, "forbidden: the caller is not a tailnet peer"},
 		{"allowed origin", initBody, map[string]string{"Authorization": "Bearer pmcp_good", "Origin": "https://app.example.net"}, 200, ""},
 		{"good", initBody, map[string]string{"Authorization": "Bearer pmcp_good"}, 200, ""},
 	} {
@@ -107,8 +111,8 @@ func TestGuards(t *testing.T) {
 			}
 		})
 	}
-	if len(*refused) != 7 {
-		t.Errorf("%d refusals reported, want 7: %q", len(*refused), *refused)
+	if len(*refused) != 8 {
+		t.Errorf("%d refusals reported, want 8: %q", len(*refused), *refused)
 	}
 }
 
@@ -179,6 +183,45 @@ func TestHealthAndReady(t *testing.T) {
 	}
 	if code, _ := get("/nope"); code != 404 {
 		t.Errorf("unknown path %d", code)
+	}
+}
+
+// A listener whose names change while it runs answers from its hook for
+// a Host it does not list.
+func TestHostAllowedHook(t *testing.T) {
+	names := map[string]bool{"mcp.tail-scale.ts.net": true}
+	var asked []string
+	h, err := NewHandler(HTTPOptions{
+		Listener: "tailnet",
+		MCP:      http.NotFoundHandler(),
+		Authenticate: func(ctx context.Context, _, _, _ string, _ *http.Request) (context.Context, error) {
+			return ctx, nil
+		},
+		HostAllowed: func(host string) bool { asked = append(asked, host); return names[host] },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		want int
+	}{{"mcp.tail-scale.ts.net", 200}, {"MCP.tail-scale.ts.net", 200}, {"evil.example", 403}} {
+		host, want := tc.host, tc.want
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Host = host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
+		}
+	}
+	if len(asked) != 3 || asked[1] != "mcp.tail-scale.ts.net" {
+		t.Errorf("the hook was asked %q (lower-cased hosts expected)", asked)
+	}
+	if _, err := NewHandler(HTTPOptions{MCP: http.NotFoundHandler(), Authenticate: func(ctx context.Context, _, _, _ string, _ *http.Request) (context.Context, error) {
+		return ctx, nil
+	}}); err == nil {
+		t.Error("a handler without allowed Hosts or a hook was built")
 	}
 }
 
