@@ -1,0 +1,156 @@
+package systemd
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+)
+
+//go:embed units/*.tmpl
+var unitFS embed.FS
+
+// The unit files, by the name they are installed under.
+const (
+	ServiceUnit   = "proxmox-mcp.service"
+	RenewService  = "proxmox-mcp-pki-renew.service"
+	RenewTimer    = "proxmox-mcp-pki-renew.timer"
+	SysusersFile  = "proxmox-mcp.conf"
+	sysusersTmpl  = "proxmox-mcp.sysusers.tmpl"
+	DefaultUser   = "proxmox-mcp"
+	DefaultBinary = "/usr/bin/proxmox-mcp"
+)
+
+// Modes are the installer's exposure modes.
+var Modes = []string{"local", "lan", "tailscale", "both"}
+
+// UnitOptions say how to render the units.
+type UnitOptions struct {
+	// Mode is the exposure: local (loopback only), lan, tailscale or both.
+	Mode string
+	// Binary is the absolute path of proxmox-mcp (DefaultBinary).
+	Binary string
+	// ConfigFile is the configuration the daemon reads.
+	ConfigFile string
+	// StateDir is the daemon's state directory; under /var/lib it becomes
+	// the unit's StateDirectory=.
+	StateDir string
+	// PKIDir is the LAN CA's directory, written by `pki renew`.
+	PKIDir string
+	// User and Group run the daemon (DefaultUser).
+	User, Group string
+}
+
+// LAN reports whether the mode serves a LAN listener.
+func (o UnitOptions) LAN() bool { return o.Mode == "lan" || o.Mode == "both" }
+
+// Tailnet reports whether the mode runs the embedded Tailnet node.
+func (o UnitOptions) Tailnet() bool { return o.Mode == "tailscale" || o.Mode == "both" }
+
+// StateDirectory is StateDir relative to /var/lib, or "" when it is
+// elsewhere.
+func (o UnitOptions) StateDirectory() string {
+	rel, ok := strings.CutPrefix(o.StateDir, "/var/lib/")
+	if !ok || rel == "" {
+		return ""
+	}
+	return rel
+}
+
+var unitName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+
+// check refuses options that would render a unit that does not mean what
+// it says: relative or odd paths, unknown modes, bad user names.
+func (o UnitOptions) check() error {
+	if !slices.Contains(Modes, o.Mode) {
+		return fmt.Errorf("units: mode %q: want one of %s", o.Mode, strings.Join(Modes, ", "))
+	}
+	for _, p := range []struct{ field, path string }{
+		{"binary", o.Binary}, {"config file", o.ConfigFile}, {"state directory", o.StateDir}, {"PKI directory", o.PKIDir},
+	} {
+		if !filepath.IsAbs(p.path) || path.Clean(p.path) != p.path || strings.ContainsAny(p.path, " \t\n\"'\\$%;") {
+			return fmt.Errorf("units: %s %q: want an absolute, clean path without spaces, quotes or specifiers", p.field, p.path)
+		}
+	}
+	for _, n := range []struct{ field, name string }{{"user", o.User}, {"group", o.Group}} {
+		if !unitName.MatchString(n.name) {
+			return fmt.Errorf("units: %s %q: want a system user name ([a-z_][a-z0-9_-]*, at most 32)", n.field, n.name)
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the empty fields.
+func (o UnitOptions) withDefaults() UnitOptions {
+	if o.Binary == "" {
+		o.Binary = DefaultBinary
+	}
+	if o.ConfigFile == "" {
+		o.ConfigFile = "/etc/proxmox-mcp/config.hujson"
+	}
+	if o.StateDir == "" {
+		o.StateDir = "/var/lib/proxmox-mcp"
+	}
+	if o.PKIDir == "" {
+		o.PKIDir = "/etc/proxmox-mcp/pki"
+	}
+	if o.User == "" {
+		o.User = DefaultUser
+	}
+	if o.Group == "" {
+		o.Group = o.User
+	}
+	return o
+}
+
+// Unit is one rendered file and where it is installed.
+type Unit struct {
+	// Name is the file name (proxmox-mcp.service).
+	Name string
+	// Dir is where it goes: /etc/systemd/system for units,
+	// /usr/lib/sysusers.d for the sysusers file.
+	Dir  string
+	Data []byte
+}
+
+// Render renders the units of a mode: the service and the sysusers entry
+// always; the certificate renewal service and timer with a LAN listener.
+func Render(o UnitOptions) ([]Unit, error) {
+	o = o.withDefaults()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	files := []struct{ name, tmpl, dir string }{
+		{ServiceUnit, "proxmox-mcp.service.tmpl", UnitDir},
+		{SysusersFile, sysusersTmpl, SysusersDir},
+	}
+	if o.LAN() {
+		files = append(files,
+			struct{ name, tmpl, dir string }{RenewService, "proxmox-mcp-pki-renew.service.tmpl", UnitDir},
+			struct{ name, tmpl, dir string }{RenewTimer, "proxmox-mcp-pki-renew.timer.tmpl", UnitDir})
+	}
+	var out []Unit
+	for _, f := range files {
+		t, err := template.New(f.tmpl).Option("missingkey=error").ParseFS(unitFS, "units/"+f.tmpl)
+		if err != nil {
+			return nil, fmt.Errorf("units: %s: %w", f.name, err)
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, o); err != nil {
+			return nil, fmt.Errorf("units: %s: %w", f.name, err)
+		}
+		out = append(out, Unit{Name: f.name, Dir: f.dir, Data: b.Bytes()})
+	}
+	return out, nil
+}
+
+// Where units are installed.
+const (
+	UnitDir     = "/etc/systemd/system"
+	SysusersDir = "/usr/lib/sysusers.d"
+)
