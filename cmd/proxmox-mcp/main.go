@@ -51,6 +51,7 @@ func commands() map[string]command {
 		policyCommands(),
 		auditCommands(),
 		pkiCommands(),
+		unitsCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd
