@@ -1,0 +1,232 @@
+package installer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Problem is something wrong with an installation, and how to fix it.
+type Problem struct {
+	What string `json:"what"`
+	Fix  string `json:"fix"`
+}
+
+// step is one named, idempotent part of an installation.
+type step struct {
+	name  string
+	about string
+	// apply makes the step's part of the host right.
+	apply func(ctx context.Context, r *run) error
+	// check reports what is wrong with it, changing nothing.
+	check func(ctx context.Context, r *run) []Problem
+}
+
+// steps are the steps of install, in order.
+func steps() []step {
+	return []step{
+		{"preflight", "preflight: root, Proxmox VE 9, apidoc.js, free ports and disk", applyPreflight, checkPreflight},
+		{"user", "the system user and group " + ServiceUser, applyUser, checkUser},
+		{"directories", "directories, owners and modes", applyDirs, checkDirs},
+		{"binary", "the proxmox-mcp binary", applyBinary, checkBinary},
+		{"pve-trust", "trusting pveproxy's certificate", applyTrust, checkTrust},
+		{"pve-identity", "the PVE user " + PVEUser + ", its role and one API token per tier", applyIdentity, checkIdentity},
+		{"config", "the configuration " + ConfigFile, applyConfig, checkConfigFile},
+		{"exposure", "exposure: listeners, the LAN CA, the Tailnet auth key", applyExposure, checkExposure},
+		{"validate", "validating the configuration as the daemon will read it", applyValidate, checkValidate},
+		{"units", "systemd units", applyUnits, checkUnits},
+		{"service", "starting the service and waiting for READY=1", applyService, checkService},
+		{"initial-key", "the first root key", applyInitialKey, checkInitialKey},
+	}
+}
+
+// StepNames lists the steps of install, in order.
+func StepNames() []string {
+	var out []string
+	for _, s := range steps() {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// StepError is a step of install that failed. The steps before it are
+// done; nothing after it ran.
+type StepError struct {
+	Step string
+	Done []string
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	done := "none"
+	if len(e.Done) > 0 {
+		done = strings.Join(e.Done, ", ")
+	}
+	return fmt.Sprintf("step %s failed: %v (steps done: %s; nothing after %s ran): fix the cause and re-run `proxmox-mcp install` to resume",
+		e.Step, e.Err, done, e.Step)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// run is one invocation of install, uninstall or doctor.
+type run struct {
+	sys   *System
+	opts  Options
+	plan  *plan
+	state *State
+	out   io.Writer
+	// stateReady is set once the state directory exists and install.json
+	// may be written.
+	stateReady bool
+
+	// Facts the steps find for the steps after them.
+	uid, gid       int    // the service user and group
+	binary         string // the proxmox-mcp the units run
+	caFile         string // pve.ca_file
+	fingerprint    string // pve.fingerprint ("" without a custom certificate)
+	caFingerprint  string // the LAN CA's
+	loginURL       string // the Tailnet login URL, when the node needs one
+	initialCreated bool   // this run wrote the initial key file
+}
+
+// say tells the operator something.
+func (r *run) say(format string, args ...any) {
+	fmt.Fprintf(r.out, format+"\n", args...)
+}
+
+// report tells what a write did, when it did something.
+func (r *run) report(c change, what string) {
+	if c != unchanged {
+		r.say("  %s %s", c, what)
+	}
+}
+
+// Install installs proxmox-mcp, or upgrades or resumes an installation.
+// On failure the error is a *StepError naming the step, and install.json
+// records it.
+func Install(ctx context.Context, s *System, o Options) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	p, err := newPlan(s, o)
+	if err != nil {
+		return err
+	}
+	r := &run{sys: s, opts: o, plan: p, out: o.Out}
+	verb := "installing"
+	switch {
+	case p.upgrade:
+		verb = "upgrading"
+	case p.state != nil:
+		verb = "resuming the installation of"
+	}
+	r.say("%s proxmox-mcp %s on %s (mode %s)", verb, versionOr(o.Version), p.hostname, p.mode)
+	var done []string
+	for _, st := range steps() {
+		r.say("==> %s", st.about)
+		if err := ctx.Err(); err != nil {
+			return r.failed(st.name, done, err)
+		}
+		if err := st.apply(ctx, r); err != nil {
+			return r.failed(st.name, done, err)
+		}
+		done = append(done, st.name)
+		if st.name == "preflight" {
+			if err := r.beginState(); err != nil {
+				return r.failed(st.name, done, err)
+			}
+		}
+		r.state.Steps = done
+		if err := r.persist(); err != nil {
+			return r.failed(st.name, done, err)
+		}
+	}
+	now := s.Now().UTC()
+	r.state.Completed = now
+	if r.state.FirstCompleted.IsZero() {
+		r.state.FirstCompleted = now
+	}
+	if err := r.persist(); err != nil {
+		return err
+	}
+	r.summary()
+	return nil
+}
+
+// failed records a failed step and builds its error.
+func (r *run) failed(name string, done []string, err error) error {
+	se := &StepError{Step: name, Done: done, Err: err}
+	if r.state != nil {
+		r.state.Failed = &Failure{Step: name, Error: err.Error(), At: r.sys.Now().UTC()}
+		if perr := r.persist(); perr != nil {
+			se.Err = errors.Join(err, fmt.Errorf("and the failure could not be recorded: %w", perr))
+		}
+	}
+	r.say("step %s failed (the error follows); the steps before it are done: fix the cause and re-run `proxmox-mcp install` to resume", name)
+	return se
+}
+
+// beginState makes sure the state directory exists (root-only until the
+// directories step gives it to the service user) and starts this run's
+// record in install.json.
+func (r *run) beginState() error {
+	p := r.plan
+	st, err := r.sys.stat(p.stateDir)
+	if err != nil {
+		return err
+	}
+	if !st.exists {
+		if _, err := r.sys.ensureDir(p.stateDir, 0o700, rootOwner); err != nil {
+			return err
+		}
+	}
+	if p.state != nil {
+		r.state = p.state
+	} else {
+		r.state = &State{Version: stateVersion}
+		if !st.exists {
+			r.state.Created.Dirs = addUnique(r.state.Created.Dirs, p.stateDir)
+		}
+	}
+	r.state.Mode = p.mode
+	r.state.ConfigFile = p.configFile
+	r.state.InstalledBy = versionOr(r.opts.Version)
+	r.state.Started = r.sys.Now().UTC()
+	r.state.Completed = time.Time{}
+	r.state.Failed = nil
+	r.state.Uninstalled = time.Time{}
+	r.state.Steps = nil
+	r.stateReady = true
+	return r.persist()
+}
+
+// persist writes install.json once its directory exists.
+func (r *run) persist() error {
+	if !r.stateReady || r.state == nil {
+		return nil
+	}
+	return r.sys.saveState(r.plan.stateDir, r.state)
+}
+
+// created records something install made, at once: a failure later must
+// not lose it.
+func (r *run) created(fn func(c *Created)) error {
+	if r.state == nil {
+		return nil
+	}
+	fn(&r.state.Created)
+	return r.persist()
+}
+
+func versionOr(v string) string {
+	if v == "" {
+		return "dev"
+	}
+	return v
+}

@@ -1,0 +1,188 @@
+package installer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/proxmox-mcp/proxmox-mcp/systemd"
+)
+
+// UninstallOptions say how much to remove.
+type UninstallOptions struct {
+	// Purge also removes the configuration, the state (keys, policies, the
+	// journal), the PVE user with its tokens and role, and the system user.
+	Purge bool
+	Out   io.Writer
+}
+
+// Uninstall removes what install made, as install.json records it, and
+// nothing else: the units are stopped, disabled and removed, with the
+// sysusers entry and the copied binary. The configuration, the state, the
+// PVE identity and the system user stay unless Purge is set. It can be run
+// again: what is gone is skipped, and a failure is resumed by re-running.
+func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	p, err := readInstalled(s, false)
+	if err != nil {
+		return err
+	}
+	r := &run{sys: s, plan: p, state: p.state, out: o.Out, stateReady: true}
+	if p.state == nil {
+		r.say("nothing to uninstall: there is no install state (%s), so nothing here was made by `proxmox-mcp install` (or it was purged)", statePath(p.stateDir))
+		return nil
+	}
+	if s.Euid != 0 {
+		return fmt.Errorf("uninstall runs as uid %d, not root: run it as root", s.Euid)
+	}
+	c := &r.state.Created
+	r.say("==> stopping and removing the units")
+	for _, name := range []string{systemd.RenewTimer, systemd.ServiceUnit} {
+		path := filepath.Join(systemd.UnitDir, name)
+		if slices.Contains(c.Units, path) && s.exists(path) {
+			if err := r.systemctl(ctx, "disable", "--now", name); err != nil {
+				return fmt.Errorf("%w: re-run `proxmox-mcp uninstall` once it is fixed", err)
+			}
+			r.say("  stopped and disabled %s", name)
+		}
+	}
+	removedUnits := false
+	for _, path := range slices.Clone(c.Units) {
+		removed, err := s.remove(path)
+		if err != nil {
+			return err
+		}
+		if removed {
+			r.say("  removed %s", path)
+			removedUnits = removedUnits || strings.HasPrefix(path, systemd.UnitDir+"/")
+		}
+		c.Units = removeValue(c.Units, path)
+		if err := r.persist(); err != nil {
+			return err
+		}
+	}
+	if removedUnits {
+		if err := r.systemctl(ctx, "daemon-reload"); err != nil {
+			return err
+		}
+	}
+	if c.Binary != "" {
+		if removed, err := s.remove(c.Binary); err != nil {
+			return err
+		} else if removed {
+			r.say("  removed %s", c.Binary)
+		}
+		c.Binary = ""
+	}
+	if !o.Purge {
+		r.state.Uninstalled = s.Now().UTC()
+		if err := r.persist(); err != nil {
+			return err
+		}
+		r.say("kept the configuration (%s), the state (keys, policies, journal in %s), the PVE user %s with its tokens, and the system user %s.",
+			ConfigDir, p.stateDir, PVEUser, ServiceUser)
+		r.say("`proxmox-mcp install` brings the daemon back as it was; `proxmox-mcp uninstall --purge` removes those too.")
+		return nil
+	}
+	return r.purge(ctx)
+}
+
+// purge removes the PVE identity, the files and directories, and the
+// system user install made. install.json goes last, so that a failure
+// midway can be resumed.
+func (r *run) purge(ctx context.Context) error {
+	s, p, c := r.sys, r.plan, &r.state.Created
+	r.say("==> removing the PVE identity")
+	if err := r.removeIdentity(ctx, c); err != nil {
+		return fmt.Errorf("%w: re-run `proxmox-mcp uninstall --purge` once it is fixed", err)
+	}
+	r.say("==> removing the configuration and the state")
+	for _, f := range slices.Clone(c.Files) {
+		if removed, err := s.remove(f); err != nil {
+			return err
+		} else if removed {
+			r.say("  removed %s", f)
+		}
+		c.Files = removeValue(c.Files, f)
+		if err := r.persist(); err != nil {
+			return err
+		}
+	}
+	// Deepest first, the state directory last (it holds install.json).
+	dirs := slices.Clone(c.Dirs)
+	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
+	for _, d := range dirs {
+		if d == p.stateDir {
+			continue
+		}
+		if removed, err := s.removeAll(d); err != nil {
+			return err
+		} else if removed {
+			r.say("  removed %s", d)
+		}
+		c.Dirs = removeValue(c.Dirs, d)
+		if err := r.persist(); err != nil {
+			return err
+		}
+	}
+	ownState := slices.Contains(c.Dirs, p.stateDir)
+	if ownState {
+		entries, err := os.ReadDir(s.path(p.stateDir))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p.stateDir, err)
+		}
+		for _, e := range entries {
+			if e.Name() == StateFileName {
+				continue
+			}
+			if _, err := s.removeAll(filepath.Join(p.stateDir, e.Name())); err != nil {
+				return err
+			}
+		}
+		r.say("  removed the keys, policies and journal in %s", p.stateDir)
+	} else {
+		r.say("  kept %s: install did not create it", p.stateDir)
+	}
+	if c.User != "" {
+		if _, ok, _ := s.lookup("/etc/passwd", c.User); ok {
+			if _, err := s.run(ctx, Cmd{Name: "userdel", Args: []string{c.User}}); err != nil {
+				return fmt.Errorf("%w: re-run `proxmox-mcp uninstall --purge` once it is fixed", err)
+			}
+			r.say("  removed the system user %s", c.User)
+		}
+		c.User = ""
+		if err := r.persist(); err != nil {
+			return err
+		}
+	}
+	if c.Group != "" {
+		if _, ok, _ := s.lookup("/etc/group", c.Group); ok {
+			if _, err := s.run(ctx, Cmd{Name: "groupdel", Args: []string{c.Group}}); err != nil {
+				return fmt.Errorf("%w: re-run `proxmox-mcp uninstall --purge` once it is fixed", err)
+			}
+			r.say("  removed the group %s", c.Group)
+		}
+		c.Group = ""
+	}
+	if ownState {
+		if _, err := s.removeAll(p.stateDir); err != nil {
+			return err
+		}
+	} else if _, err := s.remove(statePath(p.stateDir)); err != nil {
+		return err
+	}
+	if s.exists(p.configFile) {
+		r.say("  kept %s: it was there before install", p.configFile)
+	}
+	r.say("proxmox-mcp is removed from this host.")
+	return nil
+}

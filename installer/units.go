@@ -1,0 +1,234 @@
+package installer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/systemd"
+)
+
+// startTimeout bounds systemctl start and restart: longer than the unit's
+// TimeoutStartSec (90 s), so that systemd, not us, decides a start failed.
+const startTimeout = 150 * time.Second
+
+// unitPath is where a rendered unit is installed.
+func unitPath(u systemd.Unit) string { return filepath.Join(u.Dir, u.Name) }
+
+// renewUnits are the LAN certificate renewal units, installed only with a
+// LAN listener.
+var renewUnits = []string{
+	filepath.Join(systemd.UnitDir, systemd.RenewTimer),
+	filepath.Join(systemd.UnitDir, systemd.RenewService),
+}
+
+func (r *run) systemctl(ctx context.Context, args ...string) error {
+	_, err := r.sys.run(ctx, Cmd{Name: "systemctl", Args: args})
+	return err
+}
+
+func applyUnits(ctx context.Context, r *run) error {
+	units, err := r.rendered()
+	if err != nil {
+		return err
+	}
+	for _, u := range units {
+		path := unitPath(u)
+		c, err := r.sys.writeFile(path, u.Data, 0o644, rootOwner)
+		if err != nil {
+			return err
+		}
+		r.report(c, path)
+		if c == created {
+			if err := r.created(func(cr *Created) { cr.Units = addUnique(cr.Units, path) }); err != nil {
+				return err
+			}
+		}
+	}
+	if !r.plan.mode.LAN() {
+		if r.sys.exists(renewUnits[0]) {
+			if err := r.systemctl(ctx, "disable", "--now", systemd.RenewTimer); err != nil {
+				return err
+			}
+		}
+		for _, path := range renewUnits {
+			removed, err := r.sys.remove(path)
+			if err != nil {
+				return err
+			}
+			if removed {
+				r.say("  removed %s: mode %s has no LAN listener", path, r.plan.mode)
+			}
+			if err := r.created(func(cr *Created) { cr.Units = removeValue(cr.Units, path) }); err != nil {
+				return err
+			}
+		}
+	}
+	// Always: a run that wrote the files and failed before this line must
+	// not leave systemd with the old ones.
+	if err := r.systemctl(ctx, "daemon-reload"); err != nil {
+		return err
+	}
+	if r.plan.mode.LAN() {
+		if err := r.systemctl(ctx, "enable", "--now", systemd.RenewTimer); err != nil {
+			return err
+		}
+		r.say("  %s checks the LAN certificate daily", systemd.RenewTimer)
+	}
+	return nil
+}
+
+func checkUnits(ctx context.Context, r *run) []Problem {
+	units, err := r.rendered()
+	if err != nil {
+		return []Problem{{What: err.Error(), Fix: "report a bug"}}
+	}
+	var probs []Problem
+	for _, u := range units {
+		path := unitPath(u)
+		have, err := r.sys.readFile(path)
+		switch {
+		case err != nil:
+			probs = append(probs, Problem{What: path + " is missing", Fix: "proxmox-mcp install"})
+			continue
+		case !bytes.Equal(have, u.Data):
+			probs = append(probs, Problem{
+				What: path + " differs from what this binary renders (stale after an upgrade, or edited: use `systemctl edit` drop-ins instead)",
+				Fix:  "proxmox-mcp install (renders the units again and restarts the daemon)",
+			})
+		}
+		probs = append(probs, r.sys.checkAttrs(path, false, 0o644, rootOwner, "proxmox-mcp install")...)
+	}
+	if !r.plan.mode.LAN() {
+		for _, path := range renewUnits {
+			if r.sys.exists(path) {
+				probs = append(probs, Problem{What: fmt.Sprintf("%s is installed but mode %s has no LAN listener", path, r.plan.mode), Fix: "proxmox-mcp install"})
+			}
+		}
+		return probs
+	}
+	if st := r.unitState(ctx, "is-enabled", systemd.RenewTimer); st != "enabled" {
+		probs = append(probs, Problem{
+			What: fmt.Sprintf("%s is %s, so the LAN certificate is not renewed", systemd.RenewTimer, orUnknown(st)),
+			Fix:  "systemctl enable --now " + systemd.RenewTimer,
+		})
+	}
+	return probs
+}
+
+// unitState is what systemctl is-active or is-enabled prints.
+func (r *run) unitState(ctx context.Context, verb, unit string) string {
+	out, _ := r.sys.run(ctx, Cmd{Name: "systemctl", Args: []string{verb, unit}})
+	return strings.TrimSpace(string(out))
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "in an unknown state"
+	}
+	return s
+}
+
+// journalTail is the daemon's last log lines, for an error.
+func (r *run) journalTail(ctx context.Context) string {
+	out, err := r.sys.run(ctx, Cmd{Name: "journalctl", Args: []string{"-u", systemd.ServiceUnit, "-n", "50", "--no-pager"}})
+	if err != nil && len(out) == 0 {
+		return "(journalctl failed: " + err.Error() + ")"
+	}
+	return strings.TrimRight(string(out), "\n")
+}
+
+// startFailed shows the daemon's log and says how to go on.
+func (r *run) startFailed(ctx context.Context, err error) error {
+	r.say("  the daemon's last log lines (journalctl -u %s -n 50 --no-pager):", systemd.ServiceUnit)
+	for _, line := range strings.Split(r.journalTail(ctx), "\n") {
+		r.say("    %s", line)
+	}
+	return fmt.Errorf("%w: the daemon did not start (its log is above; systemctl status %s)", err, systemd.ServiceUnit)
+}
+
+// applyService starts the daemon: enable --now on a first install,
+// restart on an upgrade. The unit is Type=notify, so systemctl returns
+// once the daemon has sent READY=1, or fails.
+func applyService(ctx context.Context, r *run) error {
+	var err error
+	if r.plan.upgrade {
+		if err = r.systemctl(ctx, "enable", systemd.ServiceUnit); err == nil {
+			_, err = r.sys.run(ctx, Cmd{Name: "systemctl", Args: []string{"restart", systemd.ServiceUnit}, Timeout: startTimeout})
+		}
+	} else {
+		_, err = r.sys.run(ctx, Cmd{Name: "systemctl", Args: []string{"enable", "--now", systemd.ServiceUnit}, Timeout: startTimeout})
+	}
+	if err != nil {
+		return r.startFailed(ctx, err)
+	}
+	if st := r.unitState(ctx, "is-active", systemd.ServiceUnit); st != "active" {
+		return r.startFailed(ctx, fmt.Errorf("%s is %s after it started", systemd.ServiceUnit, orUnknown(st)))
+	}
+	verb := "started"
+	if r.plan.upgrade {
+		verb = "restarted"
+	}
+	r.say("  %s %s: it sent READY=1", verb, systemd.ServiceUnit)
+	if r.plan.mode.Tailnet() {
+		r.waitLogin(ctx)
+	}
+	return nil
+}
+
+// loginURL finds the Tailnet login URL in the daemon's status line.
+var loginURL = regexp.MustCompile(`login URL:?\s+(https://\S+)`)
+
+// statusLoginURL reads the daemon's STATUS= for a login URL.
+func (r *run) statusLoginURL(ctx context.Context) string {
+	out, _ := r.sys.run(ctx, Cmd{Name: "systemctl", Args: []string{"show", "-p", "StatusText", "--value", systemd.ServiceUnit}})
+	if m := loginURL.FindStringSubmatch(string(out)); m != nil {
+		return strings.TrimRight(m[1], ".,;)")
+	}
+	return ""
+}
+
+// waitLogin looks for the Tailnet login URL a node without an auth key
+// needs, for up to LoginWait.
+func (r *run) waitLogin(ctx context.Context) {
+	if cfg := r.plan.existing; cfg != nil && cfg.Listen.Tailnet != nil && cfg.Listen.Tailnet.AuthKeyFile != "" {
+		return
+	}
+	deadline := r.sys.Now().Add(r.sys.LoginWait)
+	for {
+		if u := r.statusLoginURL(ctx); u != "" {
+			r.loginURL = u
+			return
+		}
+		if !r.sys.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func checkService(ctx context.Context, r *run) []Problem {
+	var probs []Problem
+	if st := r.unitState(ctx, "is-enabled", systemd.ServiceUnit); st != "enabled" {
+		probs = append(probs, Problem{What: fmt.Sprintf("%s is %s: it will not start at boot", systemd.ServiceUnit, orUnknown(st)), Fix: "systemctl enable " + systemd.ServiceUnit})
+	}
+	if st := r.unitState(ctx, "is-active", systemd.ServiceUnit); st != "active" {
+		probs = append(probs, Problem{
+			What: fmt.Sprintf("%s is %s", systemd.ServiceUnit, orUnknown(st)),
+			Fix:  "journalctl -u " + systemd.ServiceUnit + " -n 50 --no-pager shows why; then systemctl restart " + systemd.ServiceUnit,
+		})
+		return probs
+	}
+	if u := r.statusLoginURL(ctx); u != "" {
+		probs = append(probs, Problem{What: "the Tailnet node waits for a login", Fix: "open " + u + " and add the node to your tailnet (or re-run install with --tailscale-authkey-file)"})
+	}
+	return probs
+}
