@@ -84,7 +84,7 @@ func (n *Notifier) Stopping(status string) { n.notify(sddaemon.SdNotifyStopping,
 func (n *Notifier) Status(status string) { n.notify(n.remember(status)) }
 
 // monotonicUsec is CLOCK_MONOTONIC in microseconds, as MONOTONIC_USEC=.
-func monotonicUsec() string { return sddaemon.SdNotifyMonotonicUsec() }
+func monotonicUsec() string { return strings.TrimSuffix(sddaemon.SdNotifyMonotonicUsec(), "\n") }
 
 // Watchdog pings systemd's watchdog (WATCHDOG=1) at half the interval
 // the unit's WatchdogSec= asks for, each time healthy passes within a
