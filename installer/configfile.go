@@ -108,7 +108,14 @@ func (r *run) freshConfig(m managed) []byte {
 	w(`  "pki": {"dir": %s},`, q(p.pkiDir))
 	w(`  "log": {"level": "info"},`)
 	w("}")
-	return []byte(b.String())
+	// Formatted as every later patch formats it, so that a re-run changes
+	// only what it changes.
+	v, err := hujson.Parse([]byte(b.String()))
+	if err != nil {
+		return []byte(b.String()) // config.Parse reports it
+	}
+	v.Format()
+	return v.Pack()
 }
 
 // quote is a JSON string.
@@ -276,7 +283,8 @@ func dotted(ptr string) string {
 
 // patchConfig applies ops to HuJSON text, keeping its comments.
 func patchConfig(raw []byte, ops []patchOp) ([]byte, error) {
-	v, err := hujson.Parse(raw)
+	// The value aliases its input and Format rewrites it: work on a copy.
+	v, err := hujson.Parse(bytes.Clone(raw))
 	if err != nil {
 		return nil, err
 	}

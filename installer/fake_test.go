@@ -13,8 +13,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	mrand "math/rand/v2"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -57,6 +57,7 @@ type fakeHost struct {
 	free  uint64
 
 	owners *fakeOwners
+	rand   *mrand.ChaCha8 // key ids and secrets, the same in every run
 	now    time.Time
 	euid   int
 }
@@ -93,6 +94,7 @@ func newFakeHost(t *testing.T) *fakeHost {
 		busy: map[string]error{}, free: 10 << 30,
 		owners: &fakeOwners{m: map[ownerKey][2]int{}},
 		now:    testNow,
+		rand:   mrand.NewChaCha8([32]byte{1}),
 		journal: "Mar 10 12:00:01 pve1 proxmox-mcp[4242]: level=INFO msg=\"daemon: starting\"\n" +
 			"Mar 10 12:00:01 pve1 proxmox-mcp[4242]: level=ERROR msg=\"daemon: start failed\" error=\"field \\\"schema.path\\\": open /usr/share/pve-docs/api-viewer/apidoc.js: permission denied\"\n",
 	}
@@ -106,6 +108,7 @@ func newFakeHost(t *testing.T) *fakeHost {
 	h.write("/etc/pve/local/pve-ssl.pem", string(nodePEM), 0o640)
 	h.write("/etc/pve/priv/token.cfg", "", 0o600)
 	h.mkdir("/root", 0o700)
+	h.mkdir("/var/lib", 0o755)
 	h.mkdir("/etc/systemd/system", 0o755)
 	h.mkdir("/usr/lib/sysusers.d", 0o755)
 	h.mkdir("/usr/local/bin", 0o755)
@@ -188,7 +191,7 @@ func (h *fakeHost) system() *System {
 		PortFree: func(_ context.Context, addr string) error { return h.busy[addr] },
 		Hostname: func() (string, error) { return "pve1", nil },
 		Now:      func() time.Time { return h.now },
-		Rand:     mrand.NewChaCha8([32]byte{1}),
+		Rand:     h.rand,
 	}
 }
 

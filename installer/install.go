@@ -126,7 +126,11 @@ func Install(ctx context.Context, s *System, o Options) error {
 	case p.state != nil:
 		verb = "resuming the installation of"
 	}
-	r.say("%s proxmox-mcp %s on %s (mode %s)", verb, versionOr(o.Version), p.hostname, p.mode)
+	mode := string(p.mode)
+	if p.state != nil && p.state.Mode != "" && p.state.Mode != p.mode {
+		mode += ", was " + string(p.state.Mode)
+	}
+	r.say("%s proxmox-mcp %s on %s (mode %s)", verb, versionOr(o.Version), p.hostname, mode)
 	var done []string
 	for _, st := range steps() {
 		r.say("==> %s", st.about)

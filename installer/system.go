@@ -132,6 +132,10 @@ func (x ExecRunner) Run(ctx context.Context, c Cmd) ([]byte, []byte, error) {
 	cmd.Stdin = bytes.NewReader(c.Stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The command runs in its own process group, killed whole on timeout:
+	// a pveum or systemctl that started children leaves none behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	if err == nil {

@@ -103,6 +103,11 @@ func applyTrust(_ context.Context, r *run) error {
 		return err
 	}
 	r.report(c, PVECAFile+" (root:root 0644), a copy of "+pveRootCA+": pve.ca_file")
+	if c == created {
+		if err := r.createdFile(PVECAFile); err != nil {
+			return err
+		}
+	}
 	r.caFile = PVECAFile
 	pin, err := r.proxyPin()
 	if err != nil {
