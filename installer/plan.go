@@ -338,3 +338,16 @@ func tokenFile(tier string) string { return filepath.Join(TokensDir, tier) }
 
 // tokenID is a tier's full token id.
 func tokenID(tier string) string { return PVEUser + "!" + tier }
+
+// Installed is the exposure mode of the installation on the host, or ""
+// when there is none (no install state and no configuration).
+func Installed(s *System) (Mode, error) {
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	p, err := readInstalled(s, false)
+	if err != nil {
+		return "", err
+	}
+	return p.mode, nil
+}

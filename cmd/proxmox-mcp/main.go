@@ -52,6 +52,7 @@ func commands() map[string]command {
 		auditCommands(),
 		pkiCommands(),
 		unitsCommands(),
+		installCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd
