@@ -41,11 +41,32 @@ type Tailnet struct {
 	ControlURL string `json:"control_url,omitempty"`
 	// LogUpload sends tailscaled's logs to Tailscale (off by default).
 	LogUpload bool `json:"log_upload,omitzero"`
-	// Port is the port MCP is served on (443 with the tailnet's HTTPS
-	// certificates, 80 without).
+	// Port is the port MCP is served on; 0 (the default) means 443 when
+	// the tailnet gives the node HTTPS certificates, 80 when it does not
+	// (see ServePort).
 	Port int `json:"port,omitzero"`
 	// AllowedOrigins are browser origins allowed to call (none by default).
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+}
+
+// The Tailnet ports when listen.tailnet.port is 0.
+const (
+	DefaultTailnetHTTPSPort = 443
+	DefaultTailnetHTTPPort  = 80
+)
+
+// ServePort is the port MCP is served on over the Tailnet: Port when it is
+// set, else 443 when the tailnet gives HTTPS certificates and 80 when it
+// does not.
+func (t *Tailnet) ServePort(https bool) int {
+	switch {
+	case t.Port != 0:
+		return t.Port
+	case https:
+		return DefaultTailnetHTTPSPort
+	default:
+		return DefaultTailnetHTTPPort
+	}
 }
 
 // PKI locates the local CA.

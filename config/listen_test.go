@@ -69,3 +69,17 @@ func TestGuardDefaults(t *testing.T) {
 		t.Errorf("marshal %s %v", b, err)
 	}
 }
+
+// Port 0 means 443 with the tailnet's HTTPS certificates and 80 without; a
+// configured port is used either way.
+func TestTailnetServePort(t *testing.T) {
+	for _, tc := range []struct {
+		port        int
+		https, want int
+	}{{0, 1, 443}, {0, 0, 80}, {8443, 1, 8443}, {8080, 0, 8080}} {
+		tn := Tailnet{Port: tc.port}
+		if got := tn.ServePort(tc.https == 1); got != tc.want {
+			t.Errorf("port %d, https %v: %d, want %d", tc.port, tc.https == 1, got, tc.want)
+		}
+	}
+}

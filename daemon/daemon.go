@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"tailscale.com/tsnet"
+
 	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
@@ -66,9 +68,19 @@ type Daemon struct {
 	sourceLimiter *transport.Limiter
 	refusals      *refusalAudit
 
+	// tailnet is the embedded Tailscale node of listen.tailnet, if any;
+	// tailnetStarted, when set (tests), is called with it once started.
+	tailnet        *tailnetNode
+	tailnetStarted func(*tsnet.Server)
+
 	mu        sync.Mutex
 	listeners []*listener
-	ready     chan struct{}
+	// running: Run serves the listeners (one added later is served at
+	// once); stopping: Run is draining them (one added later is refused).
+	running, stopping bool
+	// errc carries the first listener failure to Run.
+	errc  chan error
+	ready chan struct{}
 }
 
 type listener struct {
@@ -89,7 +101,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		opts.Logger = slog.Default()
 	}
 	cfg := opts.Config
-	d := &Daemon{opts: opts, cfg: cfg, log: opts.Logger, ready: make(chan struct{})}
+	d := &Daemon{opts: opts, cfg: cfg, log: opts.Logger, ready: make(chan struct{}), errc: make(chan error, 1)}
 	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
@@ -174,28 +186,38 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Error("daemon: schema watcher stopped", "error", err)
 		}
 	}()
-	errc := make(chan error, len(d.listeners))
+	d.mu.Lock()
+	d.running = true
 	for _, l := range d.listeners {
-		go func(l *listener) {
-			d.log.Info("daemon: listening", "listener", l.name, "address", l.ln.Addr().String())
-			if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("listener %s: %w", l.name, err)
-			}
-		}(l)
+		d.serveLocked(l)
+	}
+	d.mu.Unlock()
+	if d.tailnet != nil {
+		d.tailnet.start()
 	}
 	close(d.ready)
 	var runErr error
 	select {
 	case <-ctx.Done():
-	case runErr = <-errc:
+	case runErr = <-d.errc:
 	}
 	d.log.Info("daemon: stopping; draining calls in flight")
+	d.mu.Lock()
+	d.stopping = true
+	listeners := slices.Clone(d.listeners)
+	d.mu.Unlock()
+	if d.tailnet != nil {
+		d.tailnet.stopWatching()
+	}
 	drain, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, l := range d.listeners {
+	for _, l := range listeners {
 		if err := l.srv.Shutdown(drain); err != nil {
 			d.log.Warn("daemon: listener did not drain", "listener", l.name, "error", err)
 		}
+	}
+	if d.tailnet != nil {
+		d.tailnet.close()
 	}
 	stopWatch()
 	d.pve.close()
@@ -205,16 +227,41 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return runErr
 }
 
-// Ready is closed once every listener is open.
+// errStopping refuses a listener added while Run drains the others.
+var errStopping = errors.New("the daemon is stopping")
+
+// serveLocked serves a listener until Run shuts it down; a failure ends
+// Run. d.mu is held.
+func (d *Daemon) serveLocked(l *listener) {
+	go func() {
+		d.log.Info("daemon: listening", "listener", l.name, "address", l.addr)
+		if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.fail(fmt.Errorf("listener %s: %w", l.name, err))
+		}
+	}()
+}
+
+// fail ends Run with err (the first failure; later ones are logged).
+func (d *Daemon) fail(err error) {
+	select {
+	case d.errc <- err:
+	default:
+		d.log.Error("daemon: listener failed", "error", err)
+	}
+}
+
+// Ready is closed once every listener is open, the Tailnet's aside: that
+// one opens when the node has logged in (see tailnetNode).
 func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
-// Addresses returns the listeners' actual addresses, by name.
+// Addresses returns the listeners' actual addresses, by name; the Tailnet
+// listener's (its Tailscale IP and port) once it serves.
 func (d *Daemon) Addresses() map[string]string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := map[string]string{}
 	for _, l := range d.listeners {
-		out[l.name] = l.ln.Addr().String()
+		out[l.name] = l.addr
 	}
 	return out
 }
@@ -257,9 +304,13 @@ type httpListener struct {
 	// ln accepts connections (TLS already, for LAN; the tsnet node's, for
 	// the Tailnet).
 	ln net.Listener
+	// addr is what Addresses reports (ln.Addr() when empty).
+	addr string
 	// hosts are the Host header values accepted; origins the browser
-	// origins.
+	// origins. hostAllowed, when set, is asked about any other Host (a
+	// listener whose names change while it runs).
 	hosts, origins []string
+	hostAllowed    func(host string) bool
 	// identify, when set, tells what the listener knows of the caller
 	// beyond the key: the Tailnet identity (WhoIs).
 	identify func(r *http.Request) (*policy.TailnetIdentity, error)
@@ -279,6 +330,7 @@ func (d *Daemon) addHTTPListener(l httpListener) error {
 		}),
 		Authenticate:   auth,
 		AllowedHosts:   l.hosts,
+		HostAllowed:    l.hostAllowed,
 		AllowedOrigins: l.origins,
 		MaxBodyBytes:   g.MaxBodyBytes,
 		Ready:          d.readiness,
@@ -297,9 +349,20 @@ func (d *Daemon) addHTTPListener(l httpListener) error {
 		return err
 	}
 	srv := transport.NewServer(h, transport.Timeouts{ReadHeader: g.ReadHeaderTimeout.Std(), Read: g.ReadTimeout.Std(), Idle: g.IdleTimeout.Std()})
+	if l.addr == "" {
+		l.addr = l.ln.Addr().String()
+	}
 	d.mu.Lock()
-	d.listeners = append(d.listeners, &listener{name: l.name, addr: l.ln.Addr().String(), ln: l.ln, srv: srv})
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	if d.stopping {
+		l.ln.Close()
+		return fmt.Errorf("listener %s: %w", l.name, errStopping)
+	}
+	ln := &listener{name: l.name, addr: l.addr, ln: l.ln, srv: srv}
+	d.listeners = append(d.listeners, ln)
+	if d.running {
+		d.serveLocked(ln)
+	}
 	return nil
 }
 
@@ -309,6 +372,17 @@ func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source str
 	host := source
 	if h, _, err := net.SplitHostPort(source); err == nil {
 		host = h
+	}
+	// What the listener knows of the caller comes first: a caller it
+	// cannot identify is refused (transport.ForbiddenError: 403) whatever
+	// its key, and costs no key check.
+	var tailnet *policy.TailnetIdentity
+	if identify != nil {
+		id, err := identify(r)
+		if err != nil {
+			return nil, fmt.Errorf("the %s listener could not tell who is calling: %w", listenerName, err)
+		}
+		tailnet = id
 	}
 	p, err := d.verify.Verify(ctx, key, host)
 	if err != nil {
@@ -324,13 +398,7 @@ func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source str
 	if err != nil {
 		return nil, err
 	}
-	if identify != nil {
-		id, err := identify(r)
-		if err != nil {
-			return nil, fmt.Errorf("the %s listener could not tell who is calling: %w", listenerName, err)
-		}
-		c.Principal.Tailnet = id
-	}
+	c.Principal.Tailnet = tailnet
 	return tools.WithCaller(ctx, c), nil
 }
 
@@ -478,6 +546,9 @@ func (d *Daemon) readiness(ctx context.Context) map[string]string {
 		out["policy"] = "error: " + err.Error()
 	}
 	out["pve"] = d.pve.ping(ctx)
+	if d.tailnet != nil {
+		out["tailnet"] = d.tailnet.readiness()
+	}
 	return out
 }
 

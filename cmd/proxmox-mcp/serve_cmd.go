@@ -56,6 +56,7 @@ func (c *cli) serve(args []string) error {
 	}
 	log := c.logger(cfg.Log.Level)
 	softMemoryLimit()
+	tailscaleLogUpload(cfg)
 	// SIGHUP re-reads the file serve read: the one named, else the default.
 	path := *cfgPath
 	if path == "" {
@@ -80,6 +81,17 @@ func (c *cli) serve(args []string) error {
 		}
 	}()
 	return d.Run(c.ctx)
+}
+
+// tailscaleLogUpload keeps the embedded Tailscale node from uploading its
+// logs to Tailscale unless listen.tailnet.log_upload says so. tsnet reads
+// this from the environment only (tailscale.com v1.102 has no per-node
+// switch that also stops the uploads of earlier runs' buffered logs), so
+// main sets it, before the node starts, for the whole process.
+func tailscaleLogUpload(cfg *config.Config) {
+	if t := cfg.Listen.Tailnet; t != nil && !t.LogUpload {
+		os.Setenv("TS_NO_LOGS_NO_SUPPORT", "true") //nolint:errcheck // cannot fail for this name and value
+	}
 }
 
 func (c *cli) stdio(args []string) error {

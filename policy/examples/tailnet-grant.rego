@@ -18,6 +18,11 @@ package proxmox_mcp.policy
 import data.proxmox_mcp.profiles.operator
 import data.proxmox_mcp.profiles.read_only
 
+# The PVE token the daemon calls with for this policy's keys: operator's, the
+# most any caller gets here (read-only callers are held to reads by the
+# read-only profile's decisions).
+tier := "operator"
+
 capability := "example.com/cap/proxmox-mcp"
 
 tailnet if input.principal.transport == "tailnet"
