@@ -67,13 +67,13 @@ func defaultState(now time.Time, rng *rand.Rand) *state {
 	mcp := &user{id: "mcp@pve", enabled: true, tokens: map[string]*apiToken{}}
 	st.users["mcp@pve"] = mcp
 	st.grant("/", "mcp@pve", "Administrator", true) //nolint:errcheck // built-in role
-	// The operator tier's role: guest power, console, backups and snapshots,
-	// and reading everything they touch (the installer creates the same role).
-	st.roleDefs["PMCPOperator"] = privSet("VM.Audit", "VM.PowerMgmt", "VM.Console", "VM.Backup", "VM.Snapshot",
-		"VM.Snapshot.Rollback", "Datastore.Audit", "Datastore.AllocateSpace", "Sys.Audit", "Pool.Audit")
+	// The operator tier's role: guest power, backups and snapshots; its
+	// reads come from PVEAuditor beside it (the installer creates the same
+	// role and grants the same pair: installer.TierRoles).
+	st.roleDefs["PMCPOperator"] = privSet("Datastore.AllocateSpace", "VM.Backup", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback")
 	for _, tier := range []struct{ name, roles string }{
 		{"read-only", "PVEAuditor"},
-		{"operator", "PMCPOperator"},
+		{"operator", "PVEAuditor,PMCPOperator"},
 		{"admin", "PVEAdmin"},
 		{"root", "Administrator"},
 	} {

@@ -352,8 +352,8 @@ func (t Token) Header() string { return "PVEAPIToken=" + t.ID + "=" + t.Secret }
 // Tokens lists the tokens of the default setup: root@pam!sim (not
 // privilege-separated, everything) and mcp@pve!read-only, !operator, !admin
 // and !root, privilege-separated, granted on / the roles PVEAuditor;
-// PMCPOperator (guest power, console, backup and snapshots, and audit);
-// PVEAdmin; Administrator.
+// PVEAuditor and PMCPOperator (guest power, backups and snapshots);
+// PVEAdmin; Administrator: what proxmox-mcp install grants.
 func (s *Sim) Tokens() []Token {
 	s.mu.Lock()
 	defer s.mu.Unlock()
