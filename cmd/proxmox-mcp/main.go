@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -74,6 +75,18 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr}
 	cmds := commands()
+	if len(args) >= 2 && args[0] == "help" {
+		if args[1] == "--man" && len(args) == 2 {
+			// The manual page proxmox-mcp(1), in roff; the package ships it.
+			if err := c.man(cmds, version); err != nil {
+				fmt.Fprintf(stderr, "proxmox-mcp help: %s\n", oneLine(err.Error()))
+				return 1
+			}
+			return 0
+		}
+		// help COMMAND is COMMAND -h.
+		args = append(slices.Clone(args[1:]), "-h")
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		c.usage(cmds)
 		if len(args) == 0 {
@@ -92,6 +105,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := cmd.run(c, rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			var h helpRequest
+			if errors.As(err, &h) {
+				h.print(stdout, cmd.summary)
+			}
 			return 0
 		}
 		fmt.Fprintf(stderr, "proxmox-mcp %s: %s\n", name, oneLine(err.Error()))
@@ -118,11 +135,13 @@ func (c *cli) usage(cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(c.stdout, "  %-14s %s\n", n, cmds[n].summary)
 	}
+	fmt.Fprintln(c.stdout, "\n'proxmox-mcp help COMMAND' (or COMMAND -h) shows a command's arguments and flags.")
 }
 
 func (c *cli) version(args []string) error {
-	if len(args) > 0 {
-		return usagef("version takes no arguments")
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if _, err := parse(fs, args, 0, "proxmox-mcp version"); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.stdout, "proxmox-mcp %s\n", version)
 	return nil
@@ -136,7 +155,7 @@ func parse(fs *flag.FlagSet, args []string, want int, synopsis string) ([]string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, helpRequest{synopsis: synopsis, flags: fs}
 			}
 			return nil, usagef("%v (usage: %s)", err, synopsis)
 		}
