@@ -4,7 +4,7 @@ BIN     ?= bin/proxmox-mcp
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build demo test vet staticcheck fmt-check bench fuzz clean e2e-deps
+.PHONY: all build demo test vet staticcheck fmt-check bench fuzz clean e2e-deps deb lint-deb
 
 all: build
 
@@ -58,5 +58,20 @@ e2e-deps:
 	cd tests/e2e/node && npm ci --no-audit --no-fund
 	cd tests/conformance && npm ci --no-audit --no-fund
 
+# The Debian package (docs/packaging.md): $(DIST)/proxmox-mcp_<version>_<arch>.deb,
+# built by dpkg-deb from this tree, reproducibly. VERSION (else git describe),
+# DEB_REVISION, GOARCH and SOURCE_DATE_EPOCH say which version, for which
+# architecture and with which time; lint-deb also runs lintian on it (no error
+# and no warning may remain; packaging/debian/lintian-overrides says why each
+# override is there).
+DIST ?= dist
+DEB_ENV = GO="$(GO)" VERSION="$(VERSION)" DEB_REVISION="$(DEB_REVISION)" GOARCH="$(GOARCH)" SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)"
+deb:
+	$(DEB_ENV) sh packaging/build-deb.sh $(DIST)
+
+lint-deb:
+	@deb=$$($(DEB_ENV) sh packaging/build-deb.sh $(DIST)) && echo "$$deb" && \
+		lintian --fail-on error,warning --display-info "$$deb"
+
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out dist

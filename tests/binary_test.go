@@ -14,7 +14,22 @@ var (
 	buildErr  error
 )
 
-// binary builds cmd/proxmox-mcp once per test run and returns its path.
+// TestMain removes what the package's tests built once for all of them:
+// the binary and the Debian package.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, p := range []string{binPath, debPath} {
+		if p != "" {
+			os.RemoveAll(filepath.Dir(p))
+		}
+	}
+	os.Exit(code)
+}
+
+// binary builds cmd/proxmox-mcp once per test run and returns its path. It
+// is built as the Debian package builds it (no cgo, paths trimmed), so the
+// end-to-end tests run the binary that ships and the package test
+// (deb_test.go) finds every package already compiled.
 func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -24,7 +39,9 @@ func binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "proxmox-mcp")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/proxmox-mcp").CombinedOutput()
+		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "../cmd/proxmox-mcp")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = err
 			t.Logf("%s", out)
