@@ -12,6 +12,7 @@ import (
 
 // Doctor on a healthy installation: every check passes.
 func TestDoctorHealthy(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeBoth))
 	h.takeCommands()
@@ -35,6 +36,7 @@ func TestDoctorHealthy(t *testing.T) {
 // Doctor on a broken installation names each problem with its fix, and a
 // re-run of install fixes what it says install fixes.
 func TestDoctorBroken(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLAN))
 	s := h.system()
@@ -113,6 +115,7 @@ func TestDoctorBroken(t *testing.T) {
 
 // Doctor where nothing is installed says so, once.
 func TestDoctorNotInstalled(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	rep, err := Doctor(context.Background(), h.system())
 	if err != nil {
@@ -127,6 +130,7 @@ func TestDoctorNotInstalled(t *testing.T) {
 // operator added a Tailnet node by hand: the units still deny it the
 // network) is named with the install command that fixes it.
 func TestDoctorModeMismatch(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	cfg := strings.Replace(h.read(ConfigFile), `"loopback": {"address": "127.0.0.1:8765"},`, `"loopback": {"address": "127.0.0.1:8765"}, "tailnet": {"hostname": "mcp"},`, 1)
@@ -140,6 +144,7 @@ func TestDoctorModeMismatch(t *testing.T) {
 // A Tailnet node that waits for a login: install shows the URL from the
 // daemon's status, and doctor reports it until the login is done.
 func TestTailnetLoginURL(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.statusText = "ready; tailnet: the node needs a login: login URL: https://login.tailscale.com/a/1a2b3c4d5e6f"
 	out := h.mustInstall(Options{Mode: ModeTailscale, TailscaleHostname: "pve1-mcp"})

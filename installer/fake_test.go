@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
 )
 
 // fakeHost is a PVE 9 node in a temporary directory: the files install
@@ -192,6 +194,9 @@ func (h *fakeHost) system() *System {
 		Hostname: func() (string, error) { return "pve1", nil },
 		Now:      func() time.Time { return h.now },
 		Rand:     h.rand,
+		// Cheap hashes: the tests make many keys, and keys' own tests
+		// cover the real parameters.
+		KeyParams: keys.Params{N: 1 << 10, R: 8, P: 1},
 	}
 }
 

@@ -164,10 +164,7 @@ func (r *run) readIdentity(ctx context.Context) (*pveIdentity, error) {
 
 // privList is a role's privileges, sorted, as pveum takes them.
 func privList(s string) []string {
-	var out []string
-	for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, p)
-	}
+	out := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 	slices.Sort(out)
 	return out
 }

@@ -99,7 +99,7 @@ func indentJSON(v any, prefix string) []byte {
 }
 
 func (r *run) openKeys() (*keys.Store, error) {
-	return keys.Open(r.sys.path(r.plan.stateDir), keys.Options{Rand: r.sys.Rand, Now: r.sys.Now, Logger: r.sys.logger()})
+	return keys.Open(r.sys.path(r.plan.stateDir), keys.Options{Rand: r.sys.Rand, Now: r.sys.Now, Params: r.sys.KeyParams, Logger: r.sys.logger()})
 }
 
 func applyInitialKey(ctx context.Context, r *run) error {

@@ -26,6 +26,7 @@ func freshOptions(h *fakeHost, mode Mode) Options {
 // their owners and modes, PVE's users, roles, tokens and ACLs, the
 // configuration and install.json. Doctor then finds nothing wrong.
 func TestInstallFresh(t *testing.T) {
+	t.Parallel()
 	for _, mode := range Modes() {
 		t.Run(string(mode), func(t *testing.T) {
 			h := newFakeHost(t)
@@ -63,6 +64,7 @@ func TestInstallFresh(t *testing.T) {
 
 // The roles each tier's token holds in PVE after install.
 func TestInstallGrantsTierRoles(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	want := map[string]string{
@@ -110,6 +112,7 @@ func sortStrings(s []string) {
 // resolved under the root, and a path that is not absolute and clean is a
 // bug that stops the run.
 func TestHermetic(t *testing.T) {
+	t.Parallel()
 	real := []string{"/etc/proxmox-mcp", "/var/lib/proxmox-mcp", "/etc/systemd/system/proxmox-mcp.service", "/root/proxmox-mcp-initial-key.json", "/usr/local/bin/proxmox-mcp"}
 	before := map[string]bool{}
 	for _, p := range real {
@@ -143,6 +146,7 @@ func TestHermetic(t *testing.T) {
 // Every bad option is refused with an error naming the option and the
 // rule, before anything is run or written.
 func TestInstallRefusesBadOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -185,6 +189,7 @@ func TestInstallRefusesBadOptions(t *testing.T) {
 
 // Preflight names each problem with its fix, and changes nothing.
 func TestPreflight(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.euid = 1000
 	h.pveVersion = "pve-manager/8.4.5/57892e8e686cb35b (running kernel: 6.8.12-11-pve)"
@@ -215,6 +220,7 @@ func TestPreflight(t *testing.T) {
 
 // A node without pveversion is not a PVE host.
 func TestPreflightNotPVE(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.pveVersion = ""
 	_, err := h.install(Options{Mode: ModeLocal})

@@ -14,6 +14,7 @@ import (
 // keys, the configuration and the initial key are kept, nothing is
 // created twice.
 func TestUpgrade(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLAN))
 	h.takeCommands()
@@ -59,6 +60,7 @@ func TestUpgrade(t *testing.T) {
 // A token whose secret file is gone is removed and created again (PVE
 // shows a secret only once); the others are kept.
 func TestUpgradeRecreatesTokenWithoutSecret(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	old := h.read(tokenFile("operator"))
@@ -89,6 +91,7 @@ func TestUpgradeRecreatesTokenWithoutSecret(t *testing.T) {
 
 // A token that is not privilege-separated (made by hand) is replaced.
 func TestUpgradeReplacesUnseparatedToken(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	h.users[PVEUser].tokens["admin"] = false
@@ -105,6 +108,7 @@ func TestUpgradeReplacesUnseparatedToken(t *testing.T) {
 // edits and comments, backing the old file up and saying what changed;
 // the renewal timer comes and goes with the LAN listener.
 func TestModeChange(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	edited := strings.Replace(h.read(ConfigFile), `"allow_mutations": false,`, `"allow_mutations": true, // turned on by alice`, 1)
@@ -143,6 +147,7 @@ func TestModeChange(t *testing.T) {
 // (the token made before the failure is kept, its secret on disk) and a
 // re-run resumes without making anything twice.
 func TestFailureAndResume(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.failNext("pveum user token add proxmox-mcp@pve operator", 1, 255, "generating token failed: unable to open file '/etc/pve/priv/token.cfg.tmp.1234' - Permission denied\n")
 	out, err := h.install(freshOptions(h, ModeLocal))
@@ -181,6 +186,7 @@ func TestFailureAndResume(t *testing.T) {
 // The daemon not starting shows its log; after the cause is fixed, a
 // re-run starts it and makes the first key once.
 func TestServiceStartFailure(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.failNext("systemctl enable --now proxmox-mcp.service", 1, 1,
 		"Job for proxmox-mcp.service failed because the control process exited with error code.\nSee \"systemctl status proxmox-mcp.service\" and \"journalctl -xeu proxmox-mcp.service\" for details.\n")
@@ -208,6 +214,7 @@ func TestServiceStartFailure(t *testing.T) {
 // An interrupted run that made the initial key but not its file: the key
 // is revoked (its secret is lost) and another made.
 func TestInitialKeyWithoutFile(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	var st State
@@ -232,6 +239,7 @@ func TestInitialKeyWithoutFile(t *testing.T) {
 // pveproxy with a custom certificate: its fingerprint is pinned; after a
 // renewal doctor says so, and a re-run pins the new one.
 func TestCustomCertificatePinned(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	certPEM, cert, _ := selfSigned(t, "pve1.example.com", false, nil, nil)
 	h.write(pveProxyCert, string(certPEM), 0o640)
@@ -264,6 +272,7 @@ func TestCustomCertificatePinned(t *testing.T) {
 // An existing configuration that is not valid stops install before it
 // changes anything.
 func TestInvalidExistingConfig(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.write(ConfigFile, `{"version": 1, "tools": {"mode": "all"}}`, 0o640)
 	before := h.snapshot()
@@ -280,6 +289,7 @@ func TestInvalidExistingConfig(t *testing.T) {
 // docs/configuration.md) is taken over: install's fields are set, the
 // rest kept.
 func TestTakeOverHandWrittenConfig(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mkdir(ConfigDir, 0o755)
 	h.write(ConfigFile, `// pve1, by hand
@@ -324,6 +334,7 @@ func TestTakeOverHandWrittenConfig(t *testing.T) {
 // the copied binary, and keeps the configuration, the state, the PVE
 // identity and the system user; run again, it finds nothing to do.
 func TestUninstall(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLAN))
 	h.takeCommands()
@@ -367,6 +378,7 @@ func TestUninstall(t *testing.T) {
 // their ACLs and the role; configuration, state, key file; the system
 // user. The host is as it was; a second purge has nothing to do.
 func TestUninstallPurge(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	pristine := h.snapshot()
 	pveBefore := h.pve()
@@ -396,6 +408,7 @@ func TestUninstallPurge(t *testing.T) {
 // A purge that fails midway (pveum) keeps install.json, so a re-run
 // finishes it.
 func TestUninstallPurgeResume(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	h.failNext("pveum user delete", 1, 255, "delete user failed: cfs-lock 'file-user_cfg' error: got lock request timeout\n")
@@ -422,6 +435,7 @@ func TestUninstallPurgeResume(t *testing.T) {
 // Uninstall never removes what install found: a PVE user, a system user
 // and a state directory that were there before.
 func TestUninstallKeepsWhatItFound(t *testing.T) {
+	t.Parallel()
 	h := newFakeHost(t)
 	h.users[PVEUser] = &fakePVEUser{comment: "made by hand", tokens: map[string]bool{}}
 	h.write("/etc/passwd", h.read("/etc/passwd")+"proxmox-mcp:x:990:990::/var/lib/proxmox-mcp:/usr/sbin/nologin\n", 0o644)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
 )
 
 // Cmd is one command the installer runs: a program name looked up in the
@@ -210,6 +212,9 @@ type System struct {
 	Now func() time.Time
 	// Rand is the source of key ids and secrets; crypto/rand when nil.
 	Rand io.Reader
+	// KeyParams are the scrypt parameters of the initial key's hash;
+	// keys.DefaultParams when zero.
+	KeyParams keys.Params
 	// LoginWait is how long install waits for the Tailnet login URL.
 	LoginWait time.Duration
 	// Log receives the commands run and the files written (never a
