@@ -46,6 +46,8 @@ func applyExposure(ctx context.Context, r *run) error {
 		if err := r.applyLAN(ctx, cfg); err != nil {
 			return err
 		}
+	} else if r.sys.exists(p.pkiDir + "/" + pki.CAFile) {
+		r.say("  kept the LAN CA in %s: mode %s serves no LAN listener, but clients that trust the CA keep trusting it if LAN comes back", p.pkiDir, p.mode)
 	}
 	if p.mode.Tailnet() {
 		if p.authKey != nil {

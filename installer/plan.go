@@ -154,6 +154,8 @@ func readInstalled(s *System, strict bool) (*plan, error) {
 	raw, err := s.readFile(p.configFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("read %s: %w: run it as root", p.configFile, err)
 	case err != nil:
 		return nil, fmt.Errorf("read %s: %w", p.configFile, err)
 	default:
