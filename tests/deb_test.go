@@ -685,3 +685,93 @@ func TestDebReproducible(t *testing.T) {
 		t.Errorf("two builds differ: %s (%d bytes) and %s (%d bytes)", deb, len(a), again, len(b))
 	}
 }
+
+// The real dpkg installs, upgrades, removes and purges the package in a
+// temporary root: --root keeps its database and files there,
+// --force-script-chrootless runs the maintainer scripts here with
+// DPKG_ROOT set, so they touch nothing outside it (postinst runs the real
+// systemd-sysusers --root). Needs root, as dpkg does.
+func TestDebInstallIntoATemporaryRoot(t *testing.T) {
+	deb := debPackage(t)
+	if os.Geteuid() != 0 {
+		t.Skip("dpkg --root needs root")
+	}
+	if _, err := exec.LookPath("systemd-sysusers"); err != nil {
+		t.Skip("systemd-sysusers is not installed: postinst cannot make the user")
+	}
+	root := t.TempDir()
+	for _, d := range []string{"etc", "var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers", "var/log"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string]string{
+		"var/lib/dpkg/status":    "",
+		"var/lib/dpkg/available": "",
+		"etc/passwd":             "root:x:0:0:root:/root:/bin/sh\n",
+		"etc/group":              "root:x:0:\n",
+	} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dpkg := func(args ...string) string {
+		t.Helper()
+		// --force-depends: the temporary root has no systemd package.
+		all := append([]string{"--root=" + root, "--log=" + filepath.Join(root, "var/log/dpkg.log"),
+			"--force-script-chrootless", "--force-depends"}, args...)
+		out, err := exec.Command("dpkg", all...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("dpkg %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	user := func() bool {
+		b, err := os.ReadFile(filepath.Join(root, "etc/passwd"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(b), "\nproxmox-mcp:x:") &&
+			strings.Contains(string(b), ":proxmox-mcp daemon:/var/lib/proxmox-mcp:/usr/sbin/nologin\n")
+	}
+
+	out := dpkg("--install", deb)
+	if !strings.Contains(out, "nothing is enabled or started") {
+		t.Errorf("install did not print the note:\n%s", out)
+	}
+	if !user() {
+		t.Error("postinst did not create the system user proxmox-mcp")
+	}
+	for name := range debFiles {
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+			t.Errorf("installed: %v", err)
+		}
+	}
+	if status := dpkg("--status", "proxmox-mcp"); !strings.Contains(status, "Status: install ok installed") {
+		t.Errorf("status after install:\n%s", status)
+	}
+	// The upgrade path (prerm upgrade, postinst configure OLD).
+	if out := dpkg("--install", deb); strings.Contains(out, "nothing is enabled or started") {
+		t.Errorf("an upgrade printed the first-install note:\n%s", out)
+	}
+	dpkg("--remove", "proxmox-mcp")
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/proxmox-mcp")); !os.IsNotExist(err) {
+		t.Errorf("after remove, /usr/bin/proxmox-mcp: %v", err)
+	}
+	dpkg("--purge", "proxmox-mcp")
+	if !user() {
+		t.Error("purge removed the system user: files it owned may remain, a reused uid would own them")
+	}
+	if _, err := os.Stat(filepath.Join(root, "usr")); err == nil {
+		var left []string
+		filepath.WalkDir(filepath.Join(root, "usr"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				left = append(left, p)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Errorf("purge left files: %v", left)
+		}
+	}
+}
