@@ -45,6 +45,8 @@ type Options struct {
 	// Version is the build's version.
 	Version string
 	Logger  *slog.Logger
+	// Lifecycle hears of readiness, reloads and stopping (systemd).
+	Lifecycle Lifecycle
 }
 
 // Daemon is the running system.
@@ -67,6 +69,10 @@ type Daemon struct {
 	keyLimiter    *transport.Limiter
 	sourceLimiter *transport.Limiter
 	refusals      *refusalAudit
+
+	// lastErr and extraStatus feed the status line (StatusLine).
+	lastErr     lastError
+	extraStatus string
 
 	// tailnet is the embedded Tailscale node of listen.tailnet, if any;
 	// tailnetStarted, when set (tests), is called with it once started.
@@ -113,6 +119,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 			if ev.Kind == schema.EventReloaded && d.tools != nil {
 				d.tools.Refresh()
 			}
+			d.observeSchema(ev)
 		},
 	})
 	if err := d.schema.Load(ctx); err != nil {
@@ -154,7 +161,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.tools, err = tools.New(tools.Options{
 		Name: "proxmox-mcp", Version: opts.Version, Mode: mode,
-		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: auditor{d.jrnl}, Guard: d.guard,
+		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: &auditor{j: d.jrnl, calls: &callLog{log: d.log}}, Guard: d.guard,
 		Switches:   tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations},
 		Limits:     tools.Limits{MaxResultBytes: cfg.Tools.MaxResultBytes},
 		ConfirmKey: confirmKey, Logger: d.log,
@@ -196,12 +203,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.tailnet.start()
 	}
 	close(d.ready)
+	d.lifecycle().Ready(d.StatusLine())
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-d.errc:
 	}
 	d.log.Info("daemon: stopping; draining calls in flight")
+	d.lifecycle().Stopping("stopping: draining calls in flight (up to 30 s)")
 	d.mu.Lock()
 	d.stopping = true
 	listeners := slices.Clone(d.listeners)
@@ -480,8 +489,28 @@ func (d *Daemon) ServeStdio(ctx context.Context, in *os.File, out *os.File, c to
 // Keys and policies need no reload: they are re-read when they change. A
 // configuration that fails to parse keeps the running one and says why.
 func (d *Daemon) Reload(ctx context.Context) error {
+	d.lifecycle().Reloading("reloading apidoc.js and the configuration")
+	err := d.reload(ctx)
+	if err != nil {
+		d.lastErr.set("reload", strings.TrimPrefix(err.Error(), "reload: ")+" (the running configuration stays)")
+	} else {
+		d.lastErr.set("reload", "")
+	}
+	d.lifecycle().Ready(d.StatusLine())
+	return err
+}
+
+func (d *Daemon) reload(ctx context.Context) error {
 	if _, err := d.schema.Reload(ctx); err != nil {
 		d.log.Warn("daemon: reload: schema kept", "error", err)
+	}
+	// Keys and policies are re-read whenever their files change; a reload
+	// reads them now, so that a broken file is reported here.
+	if _, err := d.keys.Snapshot(); err != nil {
+		return fmt.Errorf("reload: keys: %w", err)
+	}
+	if _, err := d.pstore.List(); err != nil {
+		return fmt.Errorf("reload: policies: %w", err)
 	}
 	if d.opts.ConfigPath == "" {
 		return nil
@@ -553,7 +582,10 @@ func (d *Daemon) readiness(ctx context.Context) map[string]string {
 }
 
 // auditor adapts the journal to the tools.
-type auditor struct{ j *journal.Journal }
+type auditor struct {
+	j     *journal.Journal
+	calls *callLog
+}
 
 func journalCall(c tools.AuditCall) journal.Call {
 	p := c.Principal
@@ -577,21 +609,24 @@ func journalResult(o tools.AuditOutcome) journal.Result {
 	return journal.Result{Outcome: journal.Outcome(o.Outcome), Error: o.Error, Status: o.Status, Duration: o.Duration, UPID: o.UPID, JobID: o.JobID}
 }
 
-func (a auditor) Intent(ctx context.Context, c tools.AuditCall) (string, error) {
+func (a *auditor) Intent(ctx context.Context, c tools.AuditCall) (string, error) {
 	ev, err := a.j.Intent(ctx, journalCall(c))
 	if err != nil {
 		return "", err
 	}
+	a.calls.intent(ctx, ev.CallID, c)
 	return ev.CallID, nil
 }
 
-func (a auditor) Receipt(ctx context.Context, id string, o tools.AuditOutcome) error {
+func (a *auditor) Receipt(ctx context.Context, id string, o tools.AuditOutcome) error {
 	_, err := a.j.Receipt(ctx, id, journalResult(o))
+	a.calls.receipt(ctx, id, o)
 	return err
 }
 
-func (a auditor) Record(ctx context.Context, c tools.AuditCall, o tools.AuditOutcome) error {
+func (a *auditor) Record(ctx context.Context, c tools.AuditCall, o tools.AuditOutcome) error {
 	_, err := a.j.Record(ctx, journalCall(c), journalResult(o))
+	a.calls.record(ctx, c, o)
 	return err
 }
 

@@ -46,6 +46,12 @@ type rig struct {
 // configuration before it is written.
 func newRig(t testing.TB, edit func(cfg map[string]any)) *rig {
 	t.Helper()
+	return newRigWith(t, edit, nil)
+}
+
+// newRigWith is newRig with the daemon's options changed by opts.
+func newRigWith(t testing.TB, edit func(cfg map[string]any), opts func(*Options)) *rig {
+	t.Helper()
 	dir := t.TempDir()
 	apidoc := sim.DemoSchema()
 	if err := os.WriteFile(filepath.Join(dir, "apidoc.js"), apidoc, 0o644); err != nil {
@@ -88,7 +94,11 @@ func newRig(t testing.TB, edit func(cfg map[string]any)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.d, err = New(context.Background(), Options{Config: cfg, ConfigPath: r.cfgPath, Version: "test", Logger: quietLogger()})
+	o := Options{Config: cfg, ConfigPath: r.cfgPath, Version: "test", Logger: quietLogger()}
+	if opts != nil {
+		opts(&o)
+	}
+	r.d, err = New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,7 @@ func readAuthKey(path string) (string, error) {
 		return "", fmt.Errorf("%s is not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%s is readable by its group or others (mode %04o): it holds a secret that adds machines to the tailnet; "+
+		return "", fmt.Errorf("%s is open to its group or others (mode %04o): it holds a secret that adds machines to the tailnet; "+
 			"make it the daemon user's own with `chmod 600 %s`", path, perm, path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 4097))
@@ -232,6 +232,7 @@ func (n *tailnetNode) watch(ctx context.Context) error {
 		if note.BrowseToURL != nil && *note.BrowseToURL != "" {
 			n.log.Info("daemon: the Tailnet node needs a login: open the URL to add it to your tailnet "+
 				"(or put an auth key in listen.tailnet.auth_key_file and restart)", "login_url", *note.BrowseToURL)
+			n.d.setStatusExtra("tailnet: needs a login: login URL: " + *note.BrowseToURL)
 		}
 		if note.State != nil {
 			prev := n.state.Swap(*note.State)
@@ -239,6 +240,7 @@ func (n *tailnetNode) watch(ctx context.Context) error {
 				n.log.Info("daemon: Tailnet node state", "state", note.State.String())
 				if *note.State == ipn.NeedsMachineAuth {
 					n.log.Warn("daemon: the Tailnet node waits for approval in the tailnet's admin console (device approval)")
+					n.d.setStatusExtra("tailnet: waiting for approval in the tailnet's admin console")
 				}
 			}
 		}
@@ -271,6 +273,8 @@ func (n *tailnetNode) up(ctx context.Context) {
 			n.d.fail(fmt.Errorf("listener tailnet: %w", err))
 			return
 		}
+		// The listener is in the status line now; the login is done.
+		n.d.setStatusExtra("")
 	}
 	n.setHosts(st)
 }

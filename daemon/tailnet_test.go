@@ -179,6 +179,8 @@ type tailnetOptions struct {
 	control func(c *testcontrol.Server)
 	// noWait: do not wait for the listener.
 	noWait bool
+	// lifecycle hears what systemd would.
+	lifecycle Lifecycle
 }
 
 func newTailnetRig(tb testing.TB, o tailnetOptions) *tailnetRig {
@@ -207,6 +209,7 @@ func newTailnetRig(tb testing.TB, o tailnetOptions) *tailnetRig {
 			tsnet.TestHooks.LocalBackend(s).ForTest().ConfigureCerts(tr.certs.getCert)
 		}
 	}
+	r.d.opts.Lifecycle = o.lifecycle
 	r.start()
 	if !o.noWait {
 		tr.waitServing()
@@ -681,7 +684,7 @@ func TestTailnetAuthKeyFile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := r.d.Run(ctx)
-	if err == nil || !strings.Contains(err.Error(), `field "listen.tailnet.auth_key_file": `+keyFile+" is readable by its group or others (mode 0644)") ||
+	if err == nil || !strings.Contains(err.Error(), `field "listen.tailnet.auth_key_file": `+keyFile+" is open to its group or others (mode 0644)") ||
 		!strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("Run with a world-readable key: %v", err)
 	}
@@ -732,7 +735,8 @@ func startTailnetClientWithKey(tb testing.TB, c *testcontrol.Server, name, authK
 // login URL, and the Tailnet listener opens when someone completes it.
 func TestTailnetLoginURL(t *testing.T) {
 	t.Parallel()
-	tr := newTailnetRig(t, tailnetOptions{noWait: true, control: func(c *testcontrol.Server) { c.RequireAuth = true }})
+	lc := &recordedLifecycle{}
+	tr := newTailnetRig(t, tailnetOptions{noWait: true, lifecycle: lc, control: func(c *testcontrol.Server) { c.RequireAuth = true }})
 	// Loopback serves while the node waits.
 	c, ctx := tr.client(tr.key("read-only"))
 	if res, _ := callTool(t, c, ctx, tools.ToolCall, statusArgs); res.IsError {
@@ -767,10 +771,19 @@ func TestTailnetLoginURL(t *testing.T) {
 	if tr.d.Addresses()["tailnet"] != "" {
 		t.Fatal("a Tailnet listener before the login")
 	}
+	// systemctl status shows the URL (the installer reads it from there).
+	if ev := lc.take(); !slices.ContainsFunc(ev, func(e string) bool {
+		return strings.HasPrefix(e, "STATUS: serving ") && strings.HasSuffix(e, "; tailnet: needs a login: login URL: "+loginURL)
+	}) {
+		t.Errorf("no status with the login URL: %q", ev)
+	}
 	if !tr.control.CompleteAuth(loginURL) {
 		t.Fatalf("testcontrol does not know the login URL %s", loginURL)
 	}
 	tr.waitServing()
+	if ev := lc.take(); len(ev) == 0 || strings.Contains(ev[len(ev)-1], "login") || !strings.Contains(ev[len(ev)-1], ", tailnet 100.") {
+		t.Errorf("the status once the node serves: %q", ev)
+	}
 	laptop := startTailnetClient(t, tr.control, "laptop")
 	c2, ctx2 := tr.mcpClient(t, laptop, tr.key("operator"))
 	if res, _ := callTool(t, c2, ctx2, tools.ToolCall, statusArgs); res.IsError {
@@ -835,7 +848,8 @@ func TestReadAuthKey(t *testing.T) {
 	for _, tc := range []struct {
 		path, want string
 	}{
-		{write("group", "tskey-auth-SECRET", 0o640), "readable by its group or others (mode 0640)"},
+		{write("group", "tskey-auth-SECRET", 0o640), "open to its group or others (mode 0640)"},
+		{write("group-writable", "tskey-auth-SECRET", 0o620), "(mode 0620)"},
 		{write("world", "tskey-auth-SECRET", 0o604), "(mode 0604)"},
 		{write("empty", "\n", 0o600), "must hold one auth key"},
 		{write("two", "tskey-SECRET-a\ntskey-SECRET-b\n", 0o600), "must hold one auth key"},

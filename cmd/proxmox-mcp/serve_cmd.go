@@ -15,6 +15,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/daemon"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
+	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 	"github.com/proxmox-mcp/proxmox-mcp/tools"
 )
 
@@ -27,7 +28,8 @@ func serveCommands() map[string]command {
 	}
 }
 
-// logger writes structured logs to stderr (the journal when under systemd).
+// logger writes structured logs to stderr, or to the journal as records
+// with PMCP_* fields when stderr is the journal (under systemd).
 func (c *cli) logger(level string) *slog.Logger {
 	var l slog.Level
 	switch level {
@@ -40,7 +42,11 @@ func (c *cli) logger(level string) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: l}))
+	text := slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: l})
+	if c.stderr == os.Stderr && systemd.UnderJournal() {
+		return slog.New(systemd.NewJournalHandler(l, nil, text))
+	}
+	return slog.New(text)
 }
 
 func (c *cli) serve(args []string) error {
@@ -62,7 +68,8 @@ func (c *cli) serve(args []string) error {
 	if path == "" {
 		path = config.DefaultFile
 	}
-	opts := daemon.Options{Config: cfg, ConfigPath: path, Version: version, Logger: log}
+	notifier := systemd.NewNotifier(log)
+	opts := daemon.Options{Config: cfg, ConfigPath: path, Version: version, Logger: log, Lifecycle: notifier}
 	if *stateDir != "" {
 		opts.StateDirOverride = cfg.StateDir
 	}
@@ -78,6 +85,16 @@ func (c *cli) serve(args []string) error {
 			if err := d.Reload(c.ctx); err != nil {
 				log.Error("reload failed; the running configuration stays", "error", err)
 			}
+		}
+	}()
+	go func() {
+		select {
+		case <-d.Ready():
+		case <-c.ctx.Done():
+			return
+		}
+		if err := notifier.Watchdog(c.ctx, d.Health); err != nil {
+			log.Error("systemd watchdog", "error", err)
 		}
 	}()
 	return d.Run(c.ctx)
