@@ -111,6 +111,7 @@ func newFakeHost(t *testing.T) *fakeHost {
 	h.write("/etc/pve/priv/token.cfg", "", 0o600)
 	h.mkdir("/root", 0o700)
 	h.mkdir("/var/lib", 0o755)
+	h.mkdir("/run", 0o755)
 	h.mkdir("/etc/systemd/system", 0o755)
 	h.mkdir("/usr/lib/sysusers.d", 0o755)
 	h.mkdir("/usr/local/bin", 0o755)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -114,6 +116,11 @@ func Install(ctx context.Context, s *System, o Options) error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p, err := newPlan(s, o)
 	if err != nil {
 		return err
@@ -233,4 +240,27 @@ func versionOr(v string) string {
 		return "dev"
 	}
 	return v
+}
+
+// lockPath serializes install and uninstall on a host.
+const lockPath = "/run/proxmox-mcp-install.lock"
+
+// lock takes the install lock, or says who holds it. The lock is an flock,
+// so it goes with the process that held it, however that ended.
+func (s *System) lock() (unlock func(), err error) {
+	if err := os.MkdirAll(s.path("/run"), 0o755); err != nil {
+		return nil, fmt.Errorf("install lock: %w", err)
+	}
+	f, err := os.OpenFile(s.path(lockPath), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("install lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another proxmox-mcp install or uninstall is running (it holds %s): wait for it to end", lockPath)
+		}
+		return nil, fmt.Errorf("install lock %s: %w", lockPath, err)
+	}
+	return func() { f.Close() }, nil
 }

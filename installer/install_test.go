@@ -228,3 +228,22 @@ func TestPreflightNotPVE(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// Two runs at once: the second is refused while the first holds the lock.
+func TestInstallLock(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	unlock, err := h.system().lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.install(Options{Mode: ModeLocal})
+	if err == nil || !strings.Contains(err.Error(), "another proxmox-mcp install or uninstall is running") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := h.uninstall(false); err == nil {
+		t.Error("uninstall ran beside it")
+	}
+	unlock()
+	h.mustInstall(Options{Mode: ModeLocal})
+}

@@ -32,6 +32,11 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p, err := readInstalled(s, false)
 	if err != nil {
 		return err
