@@ -75,7 +75,7 @@ func Doctor(ctx context.Context, s *System) (*Report, error) {
 		if st.name == "directories" {
 			probs = append(probs, r.keyFileProblems()...)
 		}
-		rep.Checks = append(rep.Checks, CheckResult{Step: st.name, About: st.about, Problems: nonNil(probs)})
+		rep.Checks = append(rep.Checks, CheckResult{Step: st.name, About: st.checks, Problems: nonNil(probs)})
 	}
 	rep.OK = true
 	for _, c := range rep.Checks {

@@ -20,7 +20,9 @@ type Problem struct {
 // step is one named, idempotent part of an installation.
 type step struct {
 	name  string
-	about string
+	about string // what install does, as it does it
+	// checks is what doctor checks of it.
+	checks string
 	// apply makes the step's part of the host right.
 	apply func(ctx context.Context, r *run) error
 	// check reports what is wrong with it, changing nothing.
@@ -30,18 +32,27 @@ type step struct {
 // steps are the steps of install, in order.
 func steps() []step {
 	return []step{
-		{"preflight", "preflight: root, Proxmox VE 9, apidoc.js, free ports and disk", applyPreflight, checkPreflight},
-		{"user", "the system user and group " + ServiceUser, applyUser, checkUser},
-		{"directories", "directories, owners and modes", applyDirs, checkDirs},
-		{"binary", "the proxmox-mcp binary", applyBinary, checkBinary},
-		{"pve-trust", "trusting pveproxy's certificate", applyTrust, checkTrust},
-		{"pve-identity", "the PVE user " + PVEUser + ", its role and one API token per tier", applyIdentity, checkIdentity},
-		{"config", "the configuration " + ConfigFile, applyConfig, checkConfigFile},
-		{"exposure", "exposure: listeners, the LAN CA, the Tailnet auth key", applyExposure, checkExposure},
-		{"validate", "validating the configuration as the daemon will read it", applyValidate, checkValidate},
-		{"units", "systemd units", applyUnits, checkUnits},
-		{"service", "starting the service and waiting for READY=1", applyService, checkService},
-		{"initial-key", "the first root key", applyInitialKey, checkInitialKey},
+		{"preflight", "preflight: root, Proxmox VE 9, apidoc.js, free ports and disk",
+			"root, Proxmox VE 9, apidoc.js, /etc/pve, free disk", applyPreflight, checkPreflight},
+		{"user", "the system user and group " + ServiceUser,
+			"the system user and group " + ServiceUser + " and their sysusers.d entry", applyUser, checkUser},
+		{"directories", "directories, owners and modes",
+			"the directories' owners and modes, keys.json's owner", applyDirs, checkDirs},
+		{"binary", "the proxmox-mcp binary", "the binary the units run", applyBinary, checkBinary},
+		{"pve-trust", "trusting pveproxy's certificate",
+			"the copy of PVE's CA, the pin of a custom pveproxy certificate", applyTrust, checkTrust},
+		{"pve-identity", "the PVE user " + PVEUser + ", its role and one API token per tier",
+			"the PVE user, role, tokens, their roles on / and their secret files", applyIdentity, checkIdentity},
+		{"config", "the configuration " + ConfigFile,
+			"the configuration: owner, mode, install's tokens, listeners matching the mode", applyConfig, checkConfigFile},
+		{"exposure", "exposure: listeners, the LAN CA, the Tailnet auth key",
+			"the LAN CA and certificate, the Tailnet auth key file", applyExposure, checkExposure},
+		{"validate", "validating the configuration as the daemon will read it",
+			"the configuration as the daemon reads it, and every file it names", applyValidate, checkValidate},
+		{"units", "systemd units", "the unit files are this binary's, the renewal timer", applyUnits, checkUnits},
+		{"service", "starting the service and waiting for READY=1",
+			"proxmox-mcp.service enabled and active, the Tailnet login", applyService, checkService},
+		{"initial-key", "the first root key", "the initial key file's owner and mode", applyInitialKey, checkInitialKey},
 	}
 }
 

@@ -70,7 +70,7 @@ func (r *run) hostProblems(ctx context.Context) []Problem {
 	s := r.sys
 	if s.Euid != 0 {
 		probs = append(probs, Problem{
-			What: fmt.Sprintf("this runs as uid %d, not root: it creates a system user, PVE tokens and systemd units", s.Euid),
+			What: fmt.Sprintf("this runs as uid %d, not root: install and doctor manage and read a system user, PVE tokens, systemd units and /etc/pve", s.Euid),
 			Fix:  "run it as root (sudo proxmox-mcp ...)",
 		})
 	}
