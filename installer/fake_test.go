@@ -69,12 +69,14 @@ type fakePVEUser struct {
 	tokens  map[string]bool // name -> privsep
 }
 
-// failRule makes the commands whose line contains match fail, times times.
+// failRule makes the commands whose line contains match fail, times times,
+// after running before (another process acting in between).
 type failRule struct {
 	match  string
 	code   int
 	stderr string
 	times  int
+	before func()
 }
 
 // builtinRoles are PVE's special roles (pveum role list marks them).
@@ -236,6 +238,9 @@ func (h *fakeHost) Run(_ context.Context, c Cmd) ([]byte, []byte, error) {
 	for _, f := range h.fails {
 		if f.times > 0 && strings.Contains(line, f.match) {
 			f.times--
+			if f.before != nil {
+				f.before()
+			}
 			return nil, []byte(f.stderr), &CommandError{Cmd: line, Code: f.code, Stderr: f.stderr}
 		}
 	}

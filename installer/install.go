@@ -96,7 +96,6 @@ type run struct {
 	stateReady bool
 
 	// Facts the steps find for the steps after them.
-	uid, gid       int    // the service user and group
 	binary         string // the proxmox-mcp the units run
 	caFile         string // pve.ca_file
 	fingerprint    string // pve.fingerprint ("" without a custom certificate)

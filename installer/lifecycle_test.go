@@ -471,3 +471,30 @@ func diffLines(a, b string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Another process creating the PVE user or role between install's look
+// and its add: pveum's "already exists" is taken as done, and the run
+// goes on (without claiming what it did not create).
+func TestPVEUserCreatedMeanwhile(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.mu.Lock()
+	h.fails = append(h.fails,
+		&failRule{match: "pveum user add", times: 1, code: 255, stderr: "create user failed: user 'proxmox-mcp@pve' already exists\n",
+			before: func() { h.users[PVEUser] = &fakePVEUser{tokens: map[string]bool{}} }},
+		&failRule{match: "pveum role add", times: 1, code: 255, stderr: "create role failed: role 'PMCPOperator' already exists\n",
+			before: func() { h.roles[OperatorRole] = strings.Join(OperatorPrivileges(), ",") }})
+	h.mu.Unlock()
+	out := h.mustInstall(freshOptions(h, ModeLocal))
+	if strings.Contains(out, "created the PVE user") || strings.Contains(out, "created the PVE role") {
+		t.Errorf("install claims what another made:\n%s", out)
+	}
+	var st State
+	_ = json.Unmarshal([]byte(h.read("/var/lib/proxmox-mcp/install.json")), &st)
+	if st.Created.PVEUser != "" || st.Created.PVERole != "" || len(st.Created.PVETokens) != 4 {
+		t.Errorf("created: %+v", st.Created)
+	}
+	if rep := h.doctor(); !rep.OK {
+		t.Errorf("doctor:\n%s", rep.text())
+	}
+}

@@ -105,7 +105,6 @@ func applyUser(ctx context.Context, r *run) error {
 	default:
 		r.say("  the system user %s exists (uid %d, group %d)", ServiceUser, u.id, g.id)
 	}
-	r.uid, r.gid = u.id, g.id
 	return nil
 }
 
