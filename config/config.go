@@ -177,7 +177,9 @@ func Parse(name string, data []byte) (*Config, error) {
 	if len(data) > maxSize {
 		return nil, fmt.Errorf("config %s: file is larger than %d bytes", name, maxSize)
 	}
-	std, err := hujson.Standardize(data)
+	// Standardize rewrites its argument in place; the caller's bytes stay
+	// as they were.
+	std, err := hujson.Standardize(bytes.Clone(data))
 	if err != nil {
 		return nil, fmt.Errorf("config %s: not valid HuJSON: %w", name, err)
 	}

@@ -71,3 +71,16 @@ func TestLoadAndResolve(t *testing.T) {
 		t.Fatal("Load of an explicitly named missing file succeeded")
 	}
 }
+
+// Parse leaves the caller's bytes alone (HuJSON's Standardize rewrites
+// comments and trailing commas in place).
+func TestParseDoesNotChangeItsInput(t *testing.T) {
+	in := []byte("// comment\n{\"version\": 1, /* here */ \"state_dir\": \"/var/lib/x\",}\n")
+	before := string(in)
+	if _, err := Parse("t", in); err != nil {
+		t.Fatal(err)
+	}
+	if string(in) != before {
+		t.Errorf("Parse changed its input:\n%q\nwas\n%q", in, before)
+	}
+}

@@ -29,17 +29,19 @@ type TierRole struct {
 //     writes the backup to a storage). PVE's PVEVMUser would add consoles,
 //     CD-ROM and cloud-init changes and guest-agent file access the
 //     profile refuses, and lacks snapshots, which it allows.
-//   - admin: PVEAdmin, everything except Sys.PowerMgmt, Sys.Modify,
-//     Sys.Incoming, Realm.Allocate, Permissions.Modify and Mapping.Modify:
-//     an admin key cannot reboot the node, change its network, packages or
-//     certificates, or change PVE permissions (and so cannot widen its own
-//     token).
+//   - admin: Administrator. The admin profile allows every API call (node
+//     power, network, packages, certificates, permissions), so a narrower
+//     role such as PVEAdmin (no Sys.Modify, Sys.PowerMgmt or
+//     Permissions.Modify) would make PVE refuse calls the policy allowed.
+//     What separates admin from root is in the policy (no host shell, no
+//     break-glass), and PVE's own boundary for both is the token: no
+//     root@pam-only endpoint, and the task log names the tier.
 //   - root: Administrator, every privilege.
 func TierRoles() []TierRole {
 	return []TierRole{
 		{"read-only", []string{"PVEAuditor"}},
 		{"operator", []string{"PVEAuditor", OperatorRole}},
-		{"admin", []string{"PVEAdmin"}},
+		{"admin", []string{"Administrator"}},
 		{"root", []string{"Administrator"}},
 	}
 }

@@ -71,7 +71,7 @@ func TestInstallGrantsTierRoles(t *testing.T) {
 		"proxmox-mcp@pve":           "Administrator",
 		"proxmox-mcp@pve!read-only": "PVEAuditor",
 		"proxmox-mcp@pve!operator":  "PMCPOperator,PVEAuditor",
-		"proxmox-mcp@pve!admin":     "PVEAdmin",
+		"proxmox-mcp@pve!admin":     "Administrator",
 		"proxmox-mcp@pve!root":      "Administrator",
 	}
 	got := map[string][]string{}

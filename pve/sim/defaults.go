@@ -74,7 +74,7 @@ func defaultState(now time.Time, rng *rand.Rand) *state {
 	for _, tier := range []struct{ name, roles string }{
 		{"read-only", "PVEAuditor"},
 		{"operator", "PVEAuditor,PMCPOperator"},
-		{"admin", "PVEAdmin"},
+		{"admin", "Administrator"},
 		{"root", "Administrator"},
 	} {
 		mcp.tokens[tier.name] = &apiToken{name: tier.name, secret: st.secret(), privsep: true}

@@ -353,7 +353,7 @@ func (t Token) Header() string { return "PVEAPIToken=" + t.ID + "=" + t.Secret }
 // privilege-separated, everything) and mcp@pve!read-only, !operator, !admin
 // and !root, privilege-separated, granted on / the roles PVEAuditor;
 // PVEAuditor and PMCPOperator (guest power, backups and snapshots);
-// PVEAdmin; Administrator: what proxmox-mcp install grants.
+// Administrator; Administrator: what proxmox-mcp install grants.
 func (s *Sim) Tokens() []Token {
 	s.mu.Lock()
 	defer s.mu.Unlock()
