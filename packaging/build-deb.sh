@@ -20,6 +20,9 @@
 #   DEB_COMPRESS       dpkg-deb's compression (xz; gzip is faster)
 #   DEB_BINARY         package this binary instead of building one
 #                      (it must be a build for GOARCH)
+#   DEB_COMMIT         the commit the changelog names (default: HEAD, and
+#                      whether the tree has uncommitted changes); set it
+#                      when building from an export without .git
 #
 #   packaging/build-deb.sh --version-of VERSION|DESCRIBE
 #
@@ -96,8 +99,8 @@ elif in_git; then
 else
 	die "not a git checkout: set VERSION (e.g. VERSION=1.0.0)"
 fi
-commit=
-if in_git; then
+commit=${DEB_COMMIT:-}
+if [ -z "$commit" ] && in_git; then
 	commit=$(git rev-parse --short HEAD)
 	git diff --quiet HEAD -- || commit="$commit with uncommitted changes"
 fi

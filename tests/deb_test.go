@@ -35,6 +35,7 @@ const (
 	debUpstream = "1.2.3~rc1" // what it maps to
 	debEpoch    = 1767225600  // SOURCE_DATE_EPOCH: 2026-01-01T00:00:00Z
 	debFull     = debUpstream + "-1"
+	debCommit   = "0123abc"
 	buildScript = "../packaging/build-deb.sh"
 )
 
@@ -92,7 +93,10 @@ func buildDeb(dir string, extra ...string) (string, error) {
 		"VERSION="+debVersion, "DEB_REVISION=1",
 		fmt.Sprintf("SOURCE_DATE_EPOCH=%d", debEpoch),
 		// gzip, not xz: several times faster, and the contents are the same.
-		"DEB_COMPRESS=gzip")
+		"DEB_COMPRESS=gzip",
+		// The changelog names this commit, not the tree's state, which
+		// others may change while the test runs.
+		"DEB_COMMIT="+debCommit)
 	cmd.Env = append(cmd.Env, extra...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -407,6 +411,7 @@ func TestDebContents(t *testing.T) {
 
 	changelog := gunzipNoName(t, "changelog.Debian.gz", data["usr/share/doc/proxmox-mcp/changelog.Debian.gz"].data)
 	if !strings.HasPrefix(changelog, "proxmox-mcp ("+debFull+") unstable; urgency=medium\n") ||
+		!strings.Contains(changelog, "\n    Built from commit "+debCommit+".\n") ||
 		!strings.Contains(changelog, "  Thu, 01 Jan 2026 00:00:00 +0000\n") {
 		t.Errorf("changelog.Debian:\n%s", changelog)
 	}
