@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -496,5 +497,31 @@ func TestPVEUserCreatedMeanwhile(t *testing.T) {
 	}
 	if rep := h.doctor(); !rep.OK {
 		t.Errorf("doctor:\n%s", rep.text())
+	}
+}
+
+// Installed from a copied binary, then from the Debian package: uninstall
+// leaves the files the package owns (dpkg lists them) to the package.
+func TestUninstallKeepsWhatTheDebianPackageOwns(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.mustInstall(freshOptions(h, ModeLocal))
+	sysusers := "/usr/lib/sysusers.d/proxmox-mcp.conf"
+	list := h.system().path("/var/lib/dpkg/info/proxmox-mcp.list")
+	if err := os.MkdirAll(filepath.Dir(list), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(list, []byte("/.\n/usr\n/usr/bin/proxmox-mcp\n"+sysusers+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.uninstall(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.system().exists(sysusers) || !strings.Contains(out, "kept "+sysusers+": the Debian package proxmox-mcp owns it") {
+		t.Errorf("the package's sysusers file was not kept:\n%s", out)
+	}
+	if h.system().exists("/etc/systemd/system/proxmox-mcp.service") {
+		t.Errorf("the installer's own unit was kept:\n%s", out)
 	}
 }

@@ -62,8 +62,12 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 	}
 	removedUnits := false
 	for _, path := range slices.Clone(c.Units) {
-		removed, err := s.remove(path)
-		if err != nil {
+		var removed bool
+		if s.dpkgOwns(path) {
+			// Installed from a copied binary first, then the Debian
+			// package: the file is the package's now.
+			r.say("  kept %s: the Debian package %s owns it", path, debPackage)
+		} else if removed, err = s.remove(path); err != nil {
 			return err
 		}
 		if removed {
@@ -79,6 +83,10 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 		if err := r.systemctl(ctx, "daemon-reload"); err != nil {
 			return err
 		}
+	}
+	if c.Binary != "" && s.dpkgOwns(c.Binary) {
+		r.say("  kept %s: the Debian package %s owns it", c.Binary, debPackage)
+		c.Binary = ""
 	}
 	if c.Binary != "" {
 		if removed, err := s.remove(c.Binary); err != nil {
@@ -190,4 +198,23 @@ func (r *run) purge(ctx context.Context) error {
 	}
 	r.say("proxmox-mcp is removed from this host.")
 	return nil
+}
+
+// debPackage is the Debian package of proxmox-mcp.
+const debPackage = "proxmox-mcp"
+
+// dpkgOwns reports whether the Debian package lists p among its files
+// (/var/lib/dpkg/info/proxmox-mcp.list), so that uninstall leaves it to
+// the package.
+func (s *System) dpkgOwns(p string) bool {
+	list, err := s.readFile("/var/lib/dpkg/info/" + debPackage + ".list")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(list), "\n") {
+		if line == p {
+			return true
+		}
+	}
+	return false
 }
