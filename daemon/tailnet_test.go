@@ -868,27 +868,32 @@ func TestReadAuthKey(t *testing.T) {
 }
 
 // BenchmarkTailnetCall: the same read of a VM's status through the same
-// daemon over loopback HTTP and over the tailnet (from a client tsnet node,
-// through WireGuard between two userspace nodes on this machine: direct UDP
-// on 127.0.0.1 once the nodes have found each other, else the DERP relay),
-// plain HTTP on a kept-alive connection. Each tailnet request also costs a
-// WhoIs of the caller.
+// daemon over loopback HTTP and over the tailnet, from a client tsnet node
+// through WireGuard between two userspace nodes on this machine (direct
+// UDP on 127.0.0.1 once the nodes have found each other, the DERP relay
+// before): plain HTTP, and HTTPS with the tailnet's certificate (a second
+// daemon, in a tailnet with certificates), each on a kept-alive
+// connection. Every tailnet request also costs a WhoIs of the caller,
+// measured alone in "whois".
 func BenchmarkTailnetCall(b *testing.B) {
-	tr := newTailnetRig(b, tailnetOptions{edit: func(cfg map[string]any) {
+	fast := func(cfg map[string]any) {
 		cfg["http"] = map[string]any{"rate_per_key": 1e9, "burst_per_key": 1 << 30, "rate_per_source": 1e9, "burst_per_source": 1 << 30}
-	}})
-	laptop := startTailnetClient(b, tr.control, "laptop")
-	key := tr.key("operator")
+	}
+	plain := newTailnetRig(b, tailnetOptions{edit: fast})
+	secure := newTailnetRig(b, tailnetOptions{https: true, edit: fast})
+	laptop := startTailnetClient(b, plain.control, "laptop")
+	laptop2 := startTailnetClient(b, secure.control, "laptop")
+	plainKey, secureKey := plain.key("operator"), secure.key("operator")
 	for _, bc := range []struct {
-		name string
-		hc   *http.Client
-		url  string
+		name, url, key string
+		hc             *http.Client
 	}{
-		{"loopback", &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}, tr.url + "/mcp"},
-		{"tailnet", laptop.httpClient(nil), tr.base + "/mcp"},
+		{"loopback", plain.url + "/mcp", plainKey, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}},
+		{"tailnet-http", plain.base + "/mcp", plainKey, laptop.httpClient(nil)},
+		{"tailnet-https", secure.base + "/mcp", secureKey, laptop2.httpClient(secure.certs.pool())},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := dialLAN(b, bc.hc, bc.url, key)
+			s := dialLAN(b, bc.hc, bc.url, bc.key)
 			for range 20 { // warm the key cache and the path between the nodes
 				if err := s.call(tools.ToolCall, statusArgs); err != nil {
 					b.Fatal(err)
@@ -905,11 +910,10 @@ func BenchmarkTailnetCall(b *testing.B) {
 			reportPercentiles(b, d, "")
 		})
 	}
-	// And the WhoIs alone, the Tailnet listener's own cost per request.
 	b.Run("whois", func(b *testing.B) {
 		addr := netip.AddrPortFrom(laptop.ip, 40000).String()
 		for b.Loop() {
-			if _, err := tr.d.tailnet.whois(context.Background(), addr); err != nil {
+			if _, err := plain.d.tailnet.whois(context.Background(), addr); err != nil {
 				b.Fatal(err)
 			}
 		}
