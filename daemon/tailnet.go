@@ -290,8 +290,10 @@ func (n *tailnetNode) serve(ctx context.Context, st *ipnstate.Status) error {
 	}
 	n.port.Store(int32(port))
 	n.setHosts(st)
-	fqdn := strings.TrimSuffix(st.Self.DNSName, ".")
-	var url, addr string
+	var fqdn, url, addr string
+	if st.Self != nil {
+		fqdn = strings.TrimSuffix(st.Self.DNSName, ".")
+	}
 	if len(st.TailscaleIPs) > 0 {
 		addr = netip.AddrPortFrom(st.TailscaleIPs[0], uint16(port)).String()
 	}
