@@ -53,6 +53,8 @@ type fakeHost struct {
 	active     map[string]bool
 	statusText string
 	journal    string
+	// dpkgOwned are the paths the Debian package owns (dpkg-query -S).
+	dpkgOwned map[string]bool
 
 	fails []*failRule
 	busy  map[string]error // addresses PortFree refuses
@@ -264,6 +266,15 @@ func (h *fakeHost) Run(_ context.Context, c Cmd) ([]byte, []byte, error) {
 		err = h.groupdel(c.Args)
 	case "journalctl":
 		out = h.journal
+	case "dpkg-query":
+		if len(c.Args) != 2 || c.Args[0] != "-S" {
+			h.t.Errorf("unexpected dpkg-query %s", line)
+		}
+		if !h.dpkgOwned[c.Args[1]] {
+			return nil, []byte("dpkg-query: no path found matching pattern " + c.Args[1] + "\n"),
+				&CommandError{Cmd: line, Code: 1, Stderr: "dpkg-query: no path found matching pattern " + c.Args[1]}
+		}
+		out = "proxmox-mcp: " + c.Args[1] + "\n"
 	default:
 		h.t.Errorf("unexpected command %s", line)
 		return nil, nil, &CommandError{Cmd: line, Code: -1, Err: ErrNotFound}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -501,19 +500,15 @@ func TestPVEUserCreatedMeanwhile(t *testing.T) {
 }
 
 // Installed from a copied binary, then from the Debian package: uninstall
-// leaves the files the package owns (dpkg lists them) to the package.
+// leaves the files the package owns (dpkg-query -S) to the package.
 func TestUninstallKeepsWhatTheDebianPackageOwns(t *testing.T) {
 	t.Parallel()
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	sysusers := "/usr/lib/sysusers.d/proxmox-mcp.conf"
-	list := h.system().path("/var/lib/dpkg/info/proxmox-mcp.list")
-	if err := os.MkdirAll(filepath.Dir(list), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(list, []byte("/.\n/usr\n/usr/bin/proxmox-mcp\n"+sysusers+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	h.mu.Lock()
+	h.dpkgOwned = map[string]bool{sysusers: true, "/usr/bin/proxmox-mcp": true}
+	h.mu.Unlock()
 	out, err := h.uninstall(false)
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 	removedUnits := false
 	for _, path := range slices.Clone(c.Units) {
 		var removed bool
-		if s.dpkgOwns(path) {
+		if s.dpkgOwns(ctx, path) {
 			// Installed from a copied binary first, then the Debian
 			// package: the file is the package's now.
 			r.say("  kept %s: the Debian package %s owns it", path, debPackage)
@@ -84,7 +84,7 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 			return err
 		}
 	}
-	if c.Binary != "" && s.dpkgOwns(c.Binary) {
+	if c.Binary != "" && s.dpkgOwns(ctx, c.Binary) {
 		r.say("  kept %s: the Debian package %s owns it", c.Binary, debPackage)
 		c.Binary = ""
 	}
@@ -204,16 +204,22 @@ func (r *run) purge(ctx context.Context) error {
 const debPackage = "proxmox-mcp"
 
 // dpkgOwns reports whether the Debian package lists p among its files
-// (/var/lib/dpkg/info/proxmox-mcp.list), so that uninstall leaves it to
-// the package.
-func (s *System) dpkgOwns(p string) bool {
-	list, err := s.readFile("/var/lib/dpkg/info/" + debPackage + ".list")
+// (`dpkg-query -S`), so that uninstall leaves it to the package. Without
+// dpkg, or for a path no package owns, it is false.
+func (s *System) dpkgOwns(ctx context.Context, p string) bool {
+	out, err := s.run(ctx, Cmd{Name: "dpkg-query", Args: []string{"-S", p}})
 	if err != nil {
 		return false
 	}
-	for line := range strings.SplitSeq(string(list), "\n") {
-		if line == p {
-			return true
+	for line := range strings.SplitSeq(string(out), "\n") {
+		pkgs, path, ok := strings.Cut(line, ": ")
+		if !ok || path != p {
+			continue
+		}
+		for pkg := range strings.SplitSeq(pkgs, ", ") {
+			if pkg == debPackage || strings.HasPrefix(pkg, debPackage+":") {
+				return true
+			}
 		}
 	}
 	return false
