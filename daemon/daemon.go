@@ -70,6 +70,9 @@ type Daemon struct {
 	sourceLimiter *transport.Limiter
 	refusals      *refusalAudit
 
+	// bindLAN binds the LAN listeners: net.Listen, or a test's seam.
+	bindLAN bindFunc
+
 	// lastErr and extraStatus feed the status line (StatusLine).
 	lastErr     lastError
 	extraStatus string

@@ -21,7 +21,11 @@ import (
 
 // listenLAN opens the LAN TLS listeners of listen.lan.
 func (d *Daemon) listenLAN() error {
-	return d.openLAN(d.cfg.Listen.LAN, net.Listen)
+	bind := d.bindLAN
+	if bind == nil {
+		bind = net.Listen
+	}
+	return d.openLAN(d.cfg.Listen.LAN, bind)
 }
 
 // bindFunc binds a TCP address: net.Listen, except in tests, which cannot

@@ -181,6 +181,8 @@ type tailnetOptions struct {
 	noWait bool
 	// lifecycle hears what systemd would.
 	lifecycle Lifecycle
+	// lanOnLoopback binds the configured LAN listeners on 127.0.0.1.
+	lanOnLoopback bool
 }
 
 func newTailnetRig(tb testing.TB, o tailnetOptions) *tailnetRig {
@@ -210,6 +212,9 @@ func newTailnetRig(tb testing.TB, o tailnetOptions) *tailnetRig {
 		}
 	}
 	r.d.opts.Lifecycle = o.lifecycle
+	if o.lanOnLoopback {
+		r.d.bindLAN = bindLoopback
+	}
 	r.start()
 	if !o.noWait {
 		tr.waitServing()
