@@ -120,8 +120,10 @@ func (f *activeFault) before(w http.ResponseWriter, r *http.Request) bool {
 	}
 	switch {
 	case f.Hang:
+		// A hung PVE never answers: when the client gives up, the
+		// connection is dropped, never closed with an empty 200.
 		<-r.Context().Done()
-		return true
+		panic(http.ErrAbortHandler)
 	case f.HTML:
 		page := []byte("<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>\r\n")
 		writeRaw(w, http.StatusBadGateway, "Bad Gateway", "text/html", page)
