@@ -786,8 +786,18 @@ func TestTailnetLoginURL(t *testing.T) {
 		t.Fatalf("testcontrol does not know the login URL %s", loginURL)
 	}
 	tr.waitServing()
-	if ev := lc.take(); len(ev) == 0 || strings.Contains(ev[len(ev)-1], "login") || !strings.Contains(ev[len(ev)-1], ", tailnet 100.") {
-		t.Errorf("the status once the node serves: %q", ev)
+	// The status line drops the URL and names the listener once it serves
+	// (published just after the listener opens).
+	var seen []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		seen = append(seen, lc.take()...)
+		if n := len(seen); n > 0 && !strings.Contains(seen[n-1], "login") && strings.Contains(seen[n-1], ", tailnet 100.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status once the node serves: %q", seen)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	laptop := startTailnetClient(t, tr.control, "laptop")
 	c2, ctx2 := tr.mcpClient(t, laptop, tr.key("operator"))

@@ -100,7 +100,9 @@ func startNotified(tb testing.TB, h stdioHost, m *fakeManager, watchdog time.Dur
 func TestServeSpeaksSystemdNotify(t *testing.T) {
 	h := startStdioHost(t)
 	m := newFakeManager(t)
-	p, addr := startNotified(t, h, m, 600*time.Millisecond)
+	// A 2 s watchdog: a ping each second, each health check given 0.5 s,
+	// which a loaded CI machine running -race still meets.
+	p, addr := startNotified(t, h, m, 2*time.Second)
 	stderr := p.stderr.String
 
 	ready := m.await(t, regexp.MustCompile(`^READY=1\n`), 30*time.Second, stderr)
@@ -108,14 +110,14 @@ func TestServeSpeaksSystemdNotify(t *testing.T) {
 	if ready != want {
 		t.Errorf("ready message %q, want %q", ready, want)
 	}
-	m.await(t, regexp.MustCompile(`^WATCHDOG=1$`), 2*time.Second, stderr)
-	m.await(t, regexp.MustCompile(`^WATCHDOG=1$`), 2*time.Second, stderr)
+	m.await(t, regexp.MustCompile(`^WATCHDOG=1$`), 10*time.Second, stderr)
+	m.await(t, regexp.MustCompile(`^WATCHDOG=1$`), 10*time.Second, stderr)
 
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	m.await(t, regexp.MustCompile(`^RELOADING=1\nMONOTONIC_USEC=\d+\nSTATUS=reloading apidoc.js and the configuration$`), 5*time.Second, stderr)
-	m.await(t, regexp.MustCompile(`^READY=1\nSTATUS=serving 97 PVE API endpoints`), 5*time.Second, stderr)
+	m.await(t, regexp.MustCompile(`^RELOADING=1\nMONOTONIC_USEC=\d+\nSTATUS=reloading apidoc.js and the configuration$`), 10*time.Second, stderr)
+	m.await(t, regexp.MustCompile(`^READY=1\nSTATUS=serving 97 PVE API endpoints`), 10*time.Second, stderr)
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -142,7 +144,7 @@ func TestServeReportsAFailedReload(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	msg := m.await(t, regexp.MustCompile(`^READY=1\n.*last error`), 5*time.Second, p.stderr.String)
+	msg := m.await(t, regexp.MustCompile(`^READY=1\n.*last error`), 10*time.Second, p.stderr.String)
 	if !strings.Contains(msg, `last error: reload: the configuration was not applied: config `) || !strings.Contains(msg, `field "bogus" is not known`) ||
 		!strings.HasSuffix(msg, "(the running configuration stays)") {
 		t.Errorf("status after a failed reload: %q", msg)
