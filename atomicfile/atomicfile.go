@@ -1,7 +1,9 @@
 // Package atomicfile writes files so that readers see either the old
 // content or the new, never a mix, and the new content survives a crash
 // once WriteFile returns: write a temporary file in the same directory,
-// fsync it, rename it over the target, then fsync the directory.
+// fsync it, rename it over the target, then fsync the directory. It also
+// owns the advisory lock (flock) that serialises writers of a directory,
+// and giving the files to the directory's owner when root writes them.
 package atomicfile
 
 import (

@@ -281,11 +281,11 @@ func (s *Store) update(ctx context.Context, fn func(recs []Record, now time.Time
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("keys: state directory: %w", err)
 	}
-	owner, err := ownerOf(s.dir)
+	owner, err := atomicfile.OwnerOf(s.dir)
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
-	unlock, err := lockFile(ctx, s.lockPath, owner)
+	unlock, err := atomicfile.Lock(ctx, s.lockPath, owner)
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
@@ -315,7 +315,7 @@ func (s *Store) update(ctx context.Context, fn func(recs []Record, now time.Time
 	if err := atomicfile.WriteFile(s.path, out, 0o600); err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
-	return owner.apply(s.path)
+	return owner.Apply(s.path)
 }
 
 // CreateRequest describes a new key.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
 )
 
 // fastParams keep tests quick; a few tests use DefaultParams.
@@ -273,7 +275,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 func TestLockWaitsForHolder(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, nil)
-	unlock, err := lockFile(context.Background(), filepath.Join(dir, lockName), ownership{})
+	unlock, err := atomicfile.Lock(context.Background(), filepath.Join(dir, lockName), atomicfile.Owner{})
 	if err != nil {
 		t.Fatal(err)
 	}

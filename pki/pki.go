@@ -341,29 +341,9 @@ func (p *PKI) write(name string, data []byte, mode os.FileMode, group int) error
 // lock takes an exclusive flock on the directory's lock file, so that two
 // runs (a timer's renew and an operator's init) never interleave.
 func (p *PKI) lock(ctx context.Context) (func(), error) {
-	f, err := os.OpenFile(p.Path(lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
+	unlock, err := atomicfile.Lock(ctx, p.Path(lockFileName), atomicfile.Owner{})
 	if err != nil {
-		return nil, fmt.Errorf("field \"pki.dir\": %w", err)
+		return nil, fmt.Errorf("pki: %w", err)
 	}
-	delay := time.Millisecond
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
-				f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("pki: lock %s: %w", p.Path(lockFileName), err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("pki: another pki command holds %s: %w", p.Path(lockFileName), ctx.Err())
-		case <-time.After(delay):
-			delay = min(2*delay, 100*time.Millisecond)
-		}
-	}
+	return unlock, nil
 }

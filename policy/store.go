@@ -136,18 +136,18 @@ func (s *Store) readIndex() (*index, []byte, error) {
 // update changes the index under the lock; files fn writes are created
 // before the index names them, so a crash leaves at most an unreferenced
 // file, never an index entry without its text.
-func (s *Store) update(ctx context.Context, fn func(ix *index, owner ownership, now time.Time) error) error {
+func (s *Store) update(ctx context.Context, fn func(ix *index, owner atomicfile.Owner, now time.Time) error) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	owner, err := ownerOf(filepath.Dir(s.dir))
+	owner, err := atomicfile.OwnerOf(filepath.Dir(s.dir))
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	if err := owner.apply(s.dir); err != nil {
+	if err := owner.Apply(s.dir); err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(s.dir, "policies.lock"), owner)
+	unlock, err := atomicfile.Lock(ctx, filepath.Join(s.dir, "policies.lock"), owner)
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
@@ -170,16 +170,16 @@ func (s *Store) update(ctx context.Context, fn func(ix *index, owner ownership, 
 	if err := atomicfile.WriteFile(s.indexPath(), out, 0o600); err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	return owner.apply(s.indexPath())
+	return owner.Apply(s.indexPath())
 }
 
 // writeNew creates a file that must not exist yet (stored texts are
 // immutable), fsynced, with the owner applied.
-func writeNew(path string, data []byte, owner ownership) error {
+func writeNew(path string, data []byte, owner atomicfile.Owner) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	if err := owner.apply(filepath.Dir(path)); err != nil {
+	if err := owner.Apply(filepath.Dir(path)); err != nil {
 		return err
 	}
 	if existing, err := os.ReadFile(path); err == nil {
@@ -197,7 +197,7 @@ func writeNew(path string, data []byte, owner ownership) error {
 		return fmt.Errorf("store %s: %w", path, err)
 	}
 	os.Remove(tmp)
-	return owner.apply(path)
+	return owner.Apply(path)
 }
 
 func (s *Store) draftPath(id, digest string) string {
@@ -233,7 +233,7 @@ func (s *Store) Draft(ctx context.Context, id string, src, tests []byte) (DraftR
 	if err != nil {
 		return res, err
 	}
-	err = s.update(ctx, func(ix *index, owner ownership, now time.Time) error {
+	err = s.update(ctx, func(ix *index, owner atomicfile.Owner, now time.Time) error {
 		if err := writeNew(s.draftPath(id, res.Digest), src, owner); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
@@ -273,7 +273,7 @@ func (s *Store) Activate(ctx context.Context, id, digest string) (VersionEntry, 
 		return VersionEntry{}, fmt.Errorf("policy: digest %q: want 64 lower-case hex digits (sha256)", digest)
 	}
 	var out VersionEntry
-	err := s.update(ctx, func(ix *index, owner ownership, now time.Time) error {
+	err := s.update(ctx, func(ix *index, owner atomicfile.Owner, now time.Time) error {
 		i := slices.IndexFunc(ix.Drafts[id], func(d *Draft) bool { return d.Digest == digest })
 		if i < 0 {
 			have := make([]string, 0, len(ix.Drafts[id]))
