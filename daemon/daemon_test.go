@@ -171,22 +171,34 @@ func (r *rig) keyNamed(tb testing.TB, name, profile string) string {
 // client connects over Streamable HTTP with a bearer key.
 func (r *rig) client(key string) (*client.Client, context.Context) {
 	r.t.Helper()
+	return connectMCP(r.t, r.url+"/mcp", key, nil, "loopback")
+}
+
+// connectMCP starts mcp-go's Streamable HTTP client on url with a bearer
+// key (through hc when not nil) and initializes a session; over names the
+// path in failures.
+func connectMCP(tb testing.TB, url, key string, hc *http.Client, over string) (*client.Client, context.Context) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	r.t.Cleanup(cancel)
-	c, err := client.NewStreamableHttpClient(r.url+"/mcp", mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
+	tb.Cleanup(cancel)
+	opts := []mcptransport.StreamableHTTPCOption{mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key})}
+	if hc != nil {
+		opts = append(opts, mcptransport.WithHTTPBasicClient(hc))
+	}
+	c, err := client.NewStreamableHttpClient(url, opts...)
 	if err != nil {
-		r.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := c.Start(ctx); err != nil {
-		r.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "daemon-test", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		r.t.Fatalf("initialize: %v", err)
+		tb.Fatalf("initialize over %s: %v", over, err)
 	}
-	r.t.Cleanup(func() { c.Close() })
+	tb.Cleanup(func() { c.Close() })
 	return c, ctx
 }
 

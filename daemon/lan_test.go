@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
@@ -119,25 +117,7 @@ func (lr *lanRig) httpClient(roots *x509.CertPool) *http.Client {
 // mcpClient is mcp-go's Streamable HTTP client over LAN TLS with a key.
 func (lr *lanRig) mcpClient(key string) (*client.Client, context.Context) {
 	lr.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	lr.t.Cleanup(cancel)
-	c, err := client.NewStreamableHttpClient(lr.base+"/mcp",
-		mcptransport.WithHTTPBasicClient(lr.httpClient(lr.pool)),
-		mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
-	if err != nil {
-		lr.t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		lr.t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "lan-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		lr.t.Fatalf("initialize over LAN TLS: %v", err)
-	}
-	lr.t.Cleanup(func() { c.Close() })
-	return c, ctx
+	return connectMCP(lr.t, lr.base+"/mcp", key, lr.httpClient(lr.pool), "LAN TLS")
 }
 
 // An MCP client that trusts the CA starts a VM over LAN TLS with a key; the

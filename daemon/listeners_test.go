@@ -10,11 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
@@ -72,23 +67,7 @@ func TestAllListenersTogether(t *testing.T) {
 			return d.DialContext(ctx, network, addrs["lan"])
 		},
 	}}
-	lanCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	lc2, err := client.NewStreamableHttpClient("https://"+lanName+":"+port+"/mcp",
-		mcptransport.WithHTTPBasicClient(hc), mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc2.Close()
-	if err := lc2.Start(lanCtx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "lan", Version: "1"}
-	if _, err := lc2.Initialize(lanCtx, init); err != nil {
-		t.Fatalf("initialize over LAN TLS: %v", err)
-	}
+	lc2, lanCtx := connectMCP(t, "https://"+lanName+":"+port+"/mcp", key, hc, "LAN TLS")
 	if res, _ := callTool(t, lc2, lanCtx, tools.ToolCall, statusArgs); res.IsError {
 		t.Fatalf("lan: %s", resultText(res))
 	}

@@ -29,8 +29,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 	"tailscale.com/client/tailscale/apitype"
 	"tailscale.com/ipn/ipnlocal"
 	"tailscale.com/ipn/store/mem"
@@ -245,29 +243,11 @@ func (tr *tailnetRig) waitServing() {
 // client node, with a key.
 func (tr *tailnetRig) mcpClient(tb testing.TB, from *tailnetClient, key string) (*client.Client, context.Context) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	tb.Cleanup(cancel)
 	var roots *x509.CertPool
 	if tr.certs != nil {
 		roots = tr.certs.pool()
 	}
-	c, err := client.NewStreamableHttpClient(tr.base+"/mcp",
-		mcptransport.WithHTTPBasicClient(from.httpClient(roots)),
-		mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "tailnet-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		tb.Fatalf("initialize over the tailnet from %s: %v", from.name, err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	return c, ctx
+	return connectMCP(tb, tr.base+"/mcp", key, from.httpClient(roots), "the tailnet from "+from.name)
 }
 
 // policyKey activates a custom policy and makes a key bound to it.
