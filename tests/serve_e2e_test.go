@@ -38,6 +38,28 @@ type served struct {
 // configuration and runs `proxmox-mcp serve` until /healthz answers.
 func startServe(t testing.TB, h stdioHost, edits ...func(cfg map[string]any)) *served {
 	t.Helper()
+	s := launchServe(t, h, nil, edits...)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not answer /healthz within 30 s\nstderr:\n%s", s.proc.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// launchServe writes a loopback listener on a free port into the host's
+// configuration and starts `proxmox-mcp serve` with env added to this
+// process's environment; it does not wait for it.
+func launchServe(t testing.TB, h stdioHost, env []string, edits ...func(cfg map[string]any)) *served {
+	t.Helper()
 	raw, err := os.ReadFile(h.config)
 	if err != nil {
 		t.Fatal(err)
@@ -54,26 +76,16 @@ func startServe(t testing.TB, h stdioHost, edits ...func(cfg map[string]any)) *s
 	s.writeConfig(t)
 	s.url = "http://" + addr
 	cmd := exec.Command(binary(t), "serve", "--config", h.config)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	s.proc = &process{name: "proxmox-mcp serve", cmd: cmd, stderr: &lockedBuffer{}}
 	cmd.Stderr = s.proc.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.proc.stop(t) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(s.url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not answer /healthz within 30 s\nstderr:\n%s", s.proc.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return s
 }
 
 func (s *served) writeConfig(t testing.TB) {

@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -69,29 +67,12 @@ func (m *fakeManager) await(tb testing.TB, re *regexp.Regexp, timeout time.Durat
 // systemd sets them for a Type=notify unit with WatchdogSec=.
 func startNotified(tb testing.TB, h stdioHost, m *fakeManager, watchdog time.Duration) (*process, string) {
 	tb.Helper()
-	s := &served{host: h}
-	raw, err := os.ReadFile(h.config)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &s.cfg); err != nil {
-		tb.Fatal(err)
-	}
-	addr := freeLoopbackAddr(tb)
-	s.cfg["listen"] = map[string]any{"loopback": map[string]any{"address": addr}}
-	s.writeConfig(tb)
-	cmd := exec.Command(binary(tb), "serve", "--config", h.config)
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+m.path)
+	env := []string{"NOTIFY_SOCKET=" + m.path}
 	if watchdog > 0 {
-		cmd.Env = append(cmd.Env, "WATCHDOG_USEC="+strconv.FormatInt(watchdog.Microseconds(), 10))
+		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(watchdog.Microseconds(), 10))
 	}
-	p := &process{name: "proxmox-mcp serve", cmd: cmd, stderr: &lockedBuffer{}}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { p.stop(tb) })
-	return p, addr
+	s := launchServe(tb, h, env)
+	return s.proc, strings.TrimPrefix(s.url, "http://")
 }
 
 // Under systemd (a Type=notify unit with a watchdog), serve says READY=1
