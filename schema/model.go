@@ -45,6 +45,9 @@ type Endpoint struct {
 	ExposeCredentials bool
 	// Unstable marks methods PVE declares unstable.
 	Unstable bool
+	// Facts are what the endpoint is beside its risk (config edit, reaches
+	// outside, secrets, targets), computed when the registry is built.
+	Facts Facts
 
 	params  map[string]*Param
 	indexed []*Param

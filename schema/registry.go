@@ -71,6 +71,7 @@ func Parse(data []byte) (*Registry, error) {
 		return nil, err
 	}
 	r.byTool = byTool
+	r.computeFacts()
 	return r, nil
 }
 

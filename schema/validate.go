@@ -56,19 +56,44 @@ func (e *ValidationError) add(path, msg string) {
 // formats and property strings; a JSON null counts as absent. On error
 // nothing is returned.
 func (e *Endpoint) Validate(args map[string]any) (url.Values, error) {
-	v := &validator{ep: e, args: args, errs: &ValidationError{Errors: map[string]string{}}, out: url.Values{}}
+	v, err := e.Check(args)
+	return v.Wire, err
+}
+
+// Validated is a call's arguments after Check: what PVE receives, and the
+// same values typed as the schema says.
+type Validated struct {
+	// Wire is what PVE receives as form or query values. Integers are
+	// written in canonical form (+05 becomes 5), booleans as 1 and 0.
+	Wire url.Values
+	// Values holds every argument given, by wire name, typed as its
+	// parameter's schema says: booleans as bool, integers as int64 (a
+	// json.Number when one does not fit), numbers as float64, strings
+	// (property strings included) as string, arrays as []any of those.
+	// Arguments the schema does not describe (where it allows them) are
+	// strings. A JSON null, which counts as absent, is not in it.
+	Values map[string]any
+}
+
+// Check validates call arguments like Validate and returns them both in
+// wire form and typed: the values a policy decides on are the values PVE
+// will read, whatever JSON type the caller used (1, "1" and true are one
+// boolean).
+func (e *Endpoint) Check(args map[string]any) (Validated, error) {
+	v := &validator{ep: e, args: args, errs: &ValidationError{Errors: map[string]string{}}, out: url.Values{}, typed: make(map[string]any, len(args))}
 	v.run()
 	if len(v.errs.Errors) > 0 {
-		return nil, v.errs
+		return Validated{}, v.errs
 	}
-	return v.out, nil
+	return Validated{Wire: v.out, Values: v.typed}, nil
 }
 
 type validator struct {
-	ep   *Endpoint
-	args map[string]any
-	errs *ValidationError
-	out  url.Values
+	ep    *Endpoint
+	args  map[string]any
+	errs  *ValidationError
+	out   url.Values
+	typed map[string]any
 }
 
 func (v *validator) run() {
@@ -100,6 +125,15 @@ func (v *validator) run() {
 		if v.ep.AdditionalParams {
 			if value != nil {
 				v.emitAny(name, value)
+				if texts := v.out[name]; len(texts) == 1 {
+					v.typed[name] = texts[0]
+				} else if len(texts) > 1 {
+					items := make([]any, len(texts))
+					for i, t := range texts {
+						items[i] = t
+					}
+					v.typed[name] = items
+				}
 			}
 			continue
 		}
@@ -184,6 +218,7 @@ func (v *validator) checkParam(name string, p *Param, value any) {
 			v.errs.add(name, "type check ('array') failed")
 			return
 		}
+		typed := make([]any, 0, len(items))
 		for i, item := range items {
 			path := fmt.Sprintf("%s[%d]", name, i)
 			if item == nil {
@@ -193,14 +228,50 @@ func (v *validator) checkParam(name string, p *Param, value any) {
 			text, ok := v.scalar(path, p.Items, item)
 			if ok {
 				v.out.Add(name, text)
+				typed = append(typed, typedValue(p.Items, text))
 			}
 		}
+		v.typed[name] = typed
 		return
 	}
 	text, ok := v.scalar(name, p, value)
 	if ok {
 		v.out.Add(name, text)
+		v.typed[name] = typedValue(p, text)
 	}
+}
+
+// typedValue is the wire text of a checked scalar as the type its schema
+// says.
+func typedValue(p *Param, text string) any {
+	typ := ""
+	if p != nil {
+		typ = p.Type
+	}
+	switch typ {
+	case "boolean":
+		return text == "1"
+	case "integer":
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return n
+		}
+		return json.Number(text)
+	case "number":
+		if f, err := strconv.ParseFloat(text, 64); err == nil {
+			return f
+		}
+		return json.Number(text)
+	}
+	return text
+}
+
+// canonicalInteger writes an integer's text as strconv does (+05 → 5);
+// text too large for int64 stays as it is.
+func canonicalInteger(text string) string {
+	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return strconv.FormatInt(n, 10)
+	}
+	return text
 }
 
 // scalar type-checks and constrains one non-array value and returns its
@@ -217,6 +288,9 @@ func (v *validator) scalar(path string, p *Param, value any) (string, bool) {
 	if msg := constrain(p, text); msg != "" {
 		v.errs.add(path, msg)
 		return "", false
+	}
+	if p.Type == "integer" {
+		text = canonicalInteger(text)
 	}
 	if p.Properties != nil {
 		if perr := parsePropertyString(p.Properties, text, path); perr != nil {
