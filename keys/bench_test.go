@@ -3,8 +3,10 @@ package keys
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -123,4 +125,91 @@ func BenchmarkParseToken(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkVerifyFlood: the attack load of bad keys, after the budgets are
+// used up, as the limiter sees it under a flood. "unknown" sends unknown
+// ids from 100,000 rotating IPv4 sources, so the probe table is full and
+// churns; "wrong-secret" sends wrong secrets for a known key from one
+// source whose budget is used up (refused before scrypt).
+func BenchmarkVerifyFlood(b *testing.B) {
+	dir := b.TempDir()
+	populate(b, dir, 10)
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(dir+"/"+FileName, old, old); err != nil {
+		b.Fatal(err)
+	}
+	s := openStore(b, dir, nil)
+	sn, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sources := make([]string, 100000)
+	for i := range sources {
+		sources[i] = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
+	}
+	ctx := context.Background()
+	b.Run("unknown", func(b *testing.B) {
+		v := newVerifier(b, s, nil, VerifierOptions{})
+		key := newTestToken(b).Key().Reveal()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := v.Verify(ctx, key, sources[i%len(sources)]); err == nil {
+				b.Fatal("unknown key accepted")
+			}
+			i++
+		}
+		b.ReportMetric(float64(len(v.limiter.probes.m)), "tracked")
+	})
+	b.Run("wrong-secret", func(b *testing.B) {
+		v := newVerifier(b, s, nil, VerifierOptions{FailureBurst: 1, FailureRate: 1e-9})
+		var id string
+		for _, r := range sn.records {
+			id = r.ID
+			break
+		}
+		tok := newTestToken(b)
+		tok.ID = id
+		key := tok.encode()
+		if _, err := v.Verify(ctx, key, "10.0.0.1"); !errors.Is(err, ErrUnauthenticated) {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(ctx, key, "10.0.0.1"); !errors.Is(err, ErrRateLimited) {
+				b.Fatal(err)
+			}
+		}
+		if v.Stats().Hashes != 1 {
+			b.Fatalf("a used-up budget still hashed: %+v", v.Stats())
+		}
+	})
+}
+
+// BenchmarkLimiterTableMemory reports the heap a full table of 10,000
+// failing sources holds (the default MaxSources), per source.
+func BenchmarkLimiterTableMemory(b *testing.B) {
+	srcs := make([]sourceKey, 10000)
+	for i := range srcs {
+		srcs[i] = sourceOf(fmt.Sprintf("2001:db8:%x:%x::1", i>>16, i&0xffff))
+	}
+	now := time.Now()
+	var per float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l := newFailureLimiter(limits{keyRate: 1, sourceRate: 1, probeRate: 1, keyBurst: 10, sourceBurst: 10, probeBurst: 10, max: len(srcs)})
+		for _, src := range srcs {
+			if err := l.probe(src, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		per = float64(after.HeapAlloc-before.HeapAlloc) / float64(len(srcs))
+		runtime.KeepAlive(l)
+	}
+	b.ReportMetric(per, "B/source")
 }

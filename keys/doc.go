@@ -10,10 +10,14 @@
 // daemon sees every change on its next request without a restart.
 //
 // [Verifier] refuses an unknown id without any hashing, runs at most a few
-// scrypt computations at a time, rate-limits failures per source, and keeps
-// a keyed cache of successful verifications so that repeated requests cost
-// microseconds while revocation, rotation and expiry still apply to the next
-// request.
+// scrypt computations at a time, and keeps a keyed cache of successful
+// verifications so that repeated requests cost microseconds while
+// revocation, rotation and expiry still apply to the next request. A hash
+// runs only with a token from its key id's and its source's failure budgets,
+// taken before scrypt and given back when the secret was right; keys refused
+// without hashing have a per-source budget of their own, which never refuses
+// a known key. Sources are normalized (every loopback address is one source,
+// IPv6 counts by /64) and the tables are bounded.
 //
 // The package imports no network code.
 package keys

@@ -18,11 +18,12 @@ import (
 )
 
 // Errors of Verify. Every refusal wraps ErrUnauthenticated, except a
-// refusal for too many failures, which wraps ErrRateLimited (HTTP 429, not
-// 401). The messages say why, for the log; they never contain the secret.
+// refusal for too many failures, which is a *LimitError wrapping
+// ErrRateLimited (HTTP 429, not 401). The messages say why, for the log;
+// they never contain the secret.
 var (
 	ErrUnauthenticated = errors.New("key not accepted")
-	ErrRateLimited     = errors.New("too many failed key attempts from this source")
+	ErrRateLimited     = errors.New("too many failed key attempts")
 )
 
 // Principal is who a verified key speaks for.
@@ -44,12 +45,32 @@ type VerifierOptions struct {
 	// MaxConcurrentHashes bounds the scrypt computations in flight (half the
 	// CPUs, at least 1); each takes 32 MiB at the default parameters.
 	MaxConcurrentHashes int
-	// FailureRate and FailureBurst limit failed attempts per source (1 per
-	// second after a burst of 10).
+	// FailureRate and FailureBurst limit the wrong secrets for known keys
+	// from one source (1 per second after a burst of 10). A source is an
+	// IPv4 address, an IPv6 /64 (an address in Tailscale's
+	// fd7a:115c:a1e0::/48), "loopback" for every loopback address, or the
+	// string given ("stdio"). rate.Inf turns the limit off.
 	FailureRate  rate.Limit
 	FailureBurst int
-	// MaxSources bounds the sources tracked by the failure limiter (10000);
-	// beyond it, new sources share one limiter.
+	// KeyFailureRate and KeyFailureBurst limit the wrong secrets for one key
+	// id from all sources together (FailureRate and FailureBurst). An
+	// attempt at a known key hashes only when both its key's and its
+	// source's budgets have a token; the token is taken before scrypt runs
+	// and given back when the secret was right.
+	KeyFailureRate  rate.Limit
+	KeyFailureBurst int
+	// ProbeRate and ProbeBurst limit, per source, the keys refused without
+	// hashing: malformed, unknown id, revoked or expired (FailureRate and
+	// FailureBurst). Their budget is separate: it never refuses a known,
+	// usable key, however many probes a shared source (loopback) sent.
+	ProbeRate  rate.Limit
+	ProbeBurst int
+	// MaxSources bounds each of the limiter's tables: sources with wrong
+	// secrets, key ids with wrong secrets, sources with probes (10000). A
+	// full table first drops the entries whose budgets have refilled, which
+	// forgives nothing; only when none has, it drops the least recently
+	// charged one, forgiving its failures (Stats.Forgiven). A source that
+	// never failed is never charged for another's failures.
 	MaxSources int
 	// Now is the clock (time.Now).
 	Now func() time.Time
@@ -90,11 +111,20 @@ type Stats struct {
 	Refusals int64
 	// RateLimited is the number of attempts refused for too many failures.
 	RateLimited int64
+	// Forgiven is the number of budgets the limiter dropped from a full
+	// table before they had refilled (see VerifierOptions.MaxSources).
+	Forgiven int64
 }
 
 // Stats returns the counters.
 func (v *Verifier) Stats() Stats {
-	return Stats{Hashes: v.hashes.Load(), CacheHits: v.hits.Load(), Refusals: v.refusals.Load(), RateLimited: v.limited.Load()}
+	return Stats{
+		Hashes:      v.hashes.Load(),
+		CacheHits:   v.hits.Load(),
+		Refusals:    v.refusals.Load(),
+		RateLimited: v.limited.Load(),
+		Forgiven:    v.limiter.forgiven(),
+	}
 }
 
 type cacheEntry struct {
@@ -123,6 +153,18 @@ func NewVerifier(store *Store, opts VerifierOptions) (*Verifier, error) {
 	if opts.FailureBurst <= 0 {
 		opts.FailureBurst = 10
 	}
+	if opts.KeyFailureRate <= 0 {
+		opts.KeyFailureRate = opts.FailureRate
+	}
+	if opts.KeyFailureBurst <= 0 {
+		opts.KeyFailureBurst = opts.FailureBurst
+	}
+	if opts.ProbeRate <= 0 {
+		opts.ProbeRate = opts.FailureRate
+	}
+	if opts.ProbeBurst <= 0 {
+		opts.ProbeBurst = opts.FailureBurst
+	}
 	if opts.MaxSources <= 0 {
 		opts.MaxSources = 10000
 	}
@@ -136,11 +178,16 @@ func NewVerifier(store *Store, opts VerifierOptions) (*Verifier, error) {
 		opts.Logger = slog.Default()
 	}
 	v := &Verifier{
-		store:   store,
-		opts:    opts,
-		sem:     make(chan struct{}, opts.MaxConcurrentHashes),
-		cache:   make(map[[32]byte]cacheEntry),
-		limiter: newFailureLimiter(opts.FailureRate, opts.FailureBurst, opts.MaxSources),
+		store: store,
+		opts:  opts,
+		sem:   make(chan struct{}, opts.MaxConcurrentHashes),
+		cache: make(map[[32]byte]cacheEntry),
+		limiter: newFailureLimiter(limits{
+			keyRate: float64(opts.KeyFailureRate), keyBurst: opts.KeyFailureBurst,
+			sourceRate: float64(opts.FailureRate), sourceBurst: opts.FailureBurst,
+			probeRate: float64(opts.ProbeRate), probeBurst: opts.ProbeBurst,
+			max: opts.MaxSources,
+		}),
 	}
 	if _, err := io.ReadFull(opts.Rand, v.mac[:]); err != nil {
 		return nil, fmt.Errorf("keys: cache key: %w", err)
@@ -148,11 +195,15 @@ func NewVerifier(store *Store, opts VerifierOptions) (*Verifier, error) {
 	return v, nil
 }
 
-// Verify checks a key presented by source (an address, or "stdio") and
-// returns its principal. Cost: a cache hit is an HMAC, a map read and a
-// stat of keys.json; an unknown id, a revoked, expired or malformed key is
-// refused without hashing; only a known, usable id reaches scrypt, at most
-// MaxConcurrentHashes at a time. Failures count against source.
+// Verify checks a key presented by source (an address without port, or
+// "stdio") and returns its principal. Cost: a cache hit is an HMAC, a map
+// read and a stat of keys.json, and is served whatever the source's
+// failures (it needs the exact key); a malformed key, an unknown id, a
+// revoked or expired key is refused without hashing and charged to the
+// source's probe budget only; a known, usable id reaches scrypt only with a
+// token from its key's and its source's failure budgets, taken before the
+// hash and given back when the secret was right, and at most
+// MaxConcurrentHashes at a time. A refusal over a budget is a *LimitError.
 func (v *Verifier) Verify(ctx context.Context, key string, source string) (Principal, error) {
 	now := v.opts.Now()
 	snap, err := v.store.Snapshot()
@@ -172,42 +223,77 @@ func (v *Verifier) Verify(ctx context.Context, key string, source string) (Princ
 		delete(v.cache, ck)
 		v.cacheMu.Unlock()
 	}
-	if !v.limiter.allowed(source, now) {
-		v.limited.Add(1)
-		return Principal{}, fmt.Errorf("%w (%s)", ErrRateLimited, source)
-	}
-	rec, err := v.verifySlow(ctx, snap, key, now)
+	src := sourceOf(source)
+	rec, tok, err := v.usableRecord(snap, key, now)
 	if err != nil {
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			v.limiter.fail(source, now)
-			v.refusals.Add(1)
+		if lerr := v.limiter.probe(src, now); lerr != nil {
+			return Principal{}, v.overLimit(lerr)
 		}
-		v.opts.Logger.Debug("keys: refused", "source", source, "err", err)
-		return Principal{}, err
+		return Principal{}, v.refuse(source, err)
 	}
+	// rec.ID, not tok.ID: the table keeps the id, and tok.ID is a slice of
+	// the presented key, secret included.
+	if lerr := v.limiter.reserve(rec.ID, src, now); lerr != nil {
+		return Principal{}, v.overLimit(lerr)
+	}
+	ok, err := v.hash(ctx, rec, &tok)
+	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// It never hashed: not a failure of the key.
+		v.limiter.release(rec.ID, src, v.opts.Now())
+		return Principal{}, err
+	case err != nil:
+		v.limiter.fail(rec.ID, src, v.opts.Now())
+		return Principal{}, v.refuse(source, err)
+	case !ok:
+		v.limiter.fail(rec.ID, src, v.opts.Now())
+		return Principal{}, v.refuse(source, fmt.Errorf("%w: wrong secret for key %s", ErrUnauthenticated, rec.ID))
+	}
+	v.limiter.release(rec.ID, src, v.opts.Now())
 	v.remember(ck, cacheEntry{id: rec.ID, hash: string(rec.Hash.Key), expires: now.Add(v.opts.CacheTTL)}, now)
 	return principalOf(rec), nil
 }
 
-func (v *Verifier) verifySlow(ctx context.Context, snap *Snapshot, key string, now time.Time) (*Record, error) {
+func (v *Verifier) refuse(source string, err error) error {
+	v.refusals.Add(1)
+	v.opts.Logger.Debug("keys: refused", "source", source, "err", err)
+	return err
+}
+
+func (v *Verifier) overLimit(err error) error {
+	v.limited.Add(1)
+	return err
+}
+
+// usableRecord finds the record a key names and checks that it could be
+// accepted, all without hashing.
+func (v *Verifier) usableRecord(snap *Snapshot, key string, now time.Time) (*Record, Token, error) {
 	tok, err := ParseToken(key)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		return nil, Token{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	rec := snap.Lookup(tok.ID)
 	if rec == nil {
-		return nil, fmt.Errorf("%w: unknown key id %s", ErrUnauthenticated, tok.ID)
+		return nil, Token{}, fmt.Errorf("%w: unknown key id %s", ErrUnauthenticated, tok.ID)
 	}
 	switch st := rec.StateAt(now); st {
 	case StateRevoked:
-		return nil, fmt.Errorf("%w: key %s was revoked at %s", ErrUnauthenticated, rec.ID, rec.Revoked.UTC().Format(time.RFC3339))
+		return nil, Token{}, fmt.Errorf("%w: key %s was revoked at %s", ErrUnauthenticated, rec.ID, rec.Revoked.UTC().Format(time.RFC3339))
 	case StateExpired:
-		return nil, fmt.Errorf("%w: key %s expired at %s", ErrUnauthenticated, rec.ID, rec.Expires.UTC().Format(time.RFC3339))
+		return nil, Token{}, fmt.Errorf("%w: key %s expired at %s", ErrUnauthenticated, rec.ID, rec.Expires.UTC().Format(time.RFC3339))
 	}
+	if err := rec.Hash.check(); err != nil {
+		return nil, Token{}, fmt.Errorf("%w: key %s: %w", ErrUnauthenticated, rec.ID, err)
+	}
+	return rec, tok, nil
+}
+
+// hash runs scrypt for tok against rec in one of the bounded slots.
+func (v *Verifier) hash(ctx context.Context, rec *Record, tok *Token) (bool, error) {
 	select {
 	case v.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("keys: waiting to verify key %s: %w", rec.ID, ctx.Err())
+		return false, fmt.Errorf("keys: waiting to verify key %s: %w", rec.ID, ctx.Err())
 	}
 	v.hashes.Add(1)
 	ok, err := rec.Hash.matches(tok.secret[:])
@@ -216,12 +302,9 @@ func (v *Verifier) verifySlow(ctx context.Context, snap *Snapshot, key string, n
 	}
 	<-v.sem
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %s: %w", ErrUnauthenticated, rec.ID, err)
+		return false, fmt.Errorf("%w: key %s: %w", ErrUnauthenticated, rec.ID, err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: wrong secret for key %s", ErrUnauthenticated, rec.ID)
-	}
-	return rec, nil
+	return ok, nil
 }
 
 func (v *Verifier) cacheKey(key string) [32]byte {
@@ -255,61 +338,4 @@ func (v *Verifier) remember(ck [32]byte, e cacheEntry, now time.Time) {
 
 func principalOf(r *Record) Principal {
 	return Principal{KeyID: r.ID, Name: r.Name, Profile: r.Profile, Policy: r.Policy, Expires: r.Expires}
-}
-
-// failureLimiter is a token bucket of failures per source.
-type failureLimiter struct {
-	mu       sync.Mutex
-	r        rate.Limit
-	burst    int
-	max      int
-	sources  map[string]*rate.Limiter
-	overflow *rate.Limiter
-}
-
-func newFailureLimiter(r rate.Limit, burst, max int) *failureLimiter {
-	return &failureLimiter{r: r, burst: burst, max: max, sources: make(map[string]*rate.Limiter), overflow: rate.NewLimiter(r, burst)}
-}
-
-// allowed reports whether source may attempt a verification: it has not
-// used up its failures.
-func (l *failureLimiter) allowed(source string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.sources[source]
-	if lim == nil {
-		if len(l.sources) < l.max {
-			return true
-		}
-		lim = l.overflow
-	}
-	return lim.TokensAt(now) >= 1
-}
-
-// fail counts one failure against source.
-func (l *failureLimiter) fail(source string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.sources[source]
-	if lim == nil {
-		if len(l.sources) >= l.max {
-			l.prune(now)
-		}
-		if len(l.sources) >= l.max {
-			l.overflow.AllowN(now, 1)
-			return
-		}
-		lim = rate.NewLimiter(l.r, l.burst)
-		l.sources[source] = lim
-	}
-	lim.AllowN(now, 1)
-}
-
-// prune forgets sources whose bucket is full again.
-func (l *failureLimiter) prune(now time.Time) {
-	for s, lim := range l.sources {
-		if lim.TokensAt(now) >= float64(l.burst) {
-			delete(l.sources, s)
-		}
-	}
 }

@@ -200,35 +200,15 @@ func TestFailuresAreRateLimitedPerSource(t *testing.T) {
 	}
 }
 
-func TestLimiterBoundsSources(t *testing.T) {
-	l := newFailureLimiter(1, 2, 3)
-	now := time.Now()
-	for _, src := range []string{"a", "b", "c", "d", "e"} {
-		l.fail(src, now)
-		l.fail(src, now)
-	}
-	if len(l.sources) > 3 {
-		t.Fatalf("%d sources tracked, want at most 3", len(l.sources))
-	}
-	if l.allowed("zzz", now) {
-		t.Fatal("a new source beyond the bound must share the exhausted overflow bucket")
-	}
-	later := now.Add(time.Minute)
-	l.fail("f", later) // prunes recovered sources
-	if len(l.sources) > 3 || l.sources["f"] == nil {
-		t.Fatalf("after pruning: %v", l.sources)
-	}
-}
-
 func TestScryptIsBounded(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, t.TempDir(), nil)
 	v := newVerifier(t, s, nil, VerifierOptions{MaxConcurrentHashes: 1})
 	k := mustCreate(t, s, "alice", readOnly)
 	v.sem <- struct{}{} // another verification holds the only slot
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	defer cancel()
-	if _, err := v.Verify(short, k.Key.Reveal(), "s"); !errors.Is(err, context.DeadlineExceeded) {
+	gone, cancel := context.WithCancel(ctx)
+	cancel() // the client gave up while waiting for a slot
+	if _, err := v.Verify(gone, k.Key.Reveal(), "s"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Verify with no free slot: %v", err)
 	}
 	<-v.sem
