@@ -224,6 +224,7 @@ func defaultNode(st *state, name string, id int, now time.Time) *node {
 	n.disks = []disk{
 		{devpath: "/dev/nvme0n1", model: "Samsung SSD 980 PRO 1TB", serial: fmt.Sprintf("S5GXNX0T%06d", st.rng.IntN(1000000)), typ: "nvme", health: "PASSED", used: "LVM", size: 1000204886016, gpt: true, wwn: "eui.002538b411b0c7de", vendor: "unknown"},
 		{devpath: "/dev/sda", model: "ST4000NM000A-2HZ100", serial: fmt.Sprintf("WJG0%04d", st.rng.IntN(10000)), typ: "hdd", health: "PASSED", size: 4000787030016, gpt: false, rpm: 7200, wwn: "0x5000c500c9b1a2b3", vendor: "ATA"},
+		{devpath: "/dev/sdb", model: "Samsung SSD 870 EVO 2TB", serial: "S6PNNS0T500" + fmt.Sprint(100+id), typ: "ssd", health: "PASSED", size: 2000398934016, wwn: "0x5002538f4" + fmt.Sprint(2000000+id), vendor: "ATA"},
 	}
 	n.syslog = []string{
 		"Nov 29 08:00:01 " + name + " systemd[1]: Started pvescheduler.service - Proxmox VE scheduler.",

@@ -358,6 +358,99 @@ const apiSchema = [
        },"type":"object"},"type":"array"}
      }
     }
+   },
+   {
+    "path":"/nodes/{node}/disks/directory",
+    "text":"directory",
+    "leaf":1,
+    "info":{
+     "GET":{
+      "allowtoken":1,
+      "description":"List the mount units of the directory storages PVE made on a node.",
+      "method":"GET",
+      "name":"index",
+      "parameters":{"additionalProperties":0,"properties":{
+        "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"}
+      }},
+      "permissions":{"check":["perm","/",["Sys.Audit"]]},
+      "protected":1,
+      "proxyto":"node",
+      "returns":{"items":{"properties":{"device":{"description":"What the unit mounts (often /dev/disk/by-uuid/...).","type":"string"},"options":{"description":"Mount options.","type":"string"},"path":{"description":"Where it is mounted.","type":"string"},"type":{"description":"Filesystem type.","type":"string"},"unitfile":{"description":"The systemd mount unit file.","type":"string"}},"type":"object"},"type":"array"}
+     },
+     "POST":{
+      "allowtoken":1,
+      "description":"Make a filesystem on an unused disk or partition and mount it at /mnt/pve/NAME with a systemd mount unit.",
+      "method":"POST",
+      "name":"create",
+      "parameters":{"additionalProperties":0,"properties":{
+        "add_storage":{"default":0,"description":"Also define a storage of this name on it, for this node.","optional":1,"type":"boolean"},
+        "device":{"description":"Unused disk (a partition is made on it) or partition.","type":"string"},
+        "filesystem":{"default":"ext4","description":"Filesystem to make.","enum":["ext4","xfs"],"optional":1,"type":"string"},
+        "name":{"description":"Name of the directory under /mnt/pve, and of its storage.","format":"pve-storage-id","type":"string"},
+        "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"}
+      }},
+      "permissions":{"check":["perm","/",["Sys.Modify"]],"description":"Datastore.Allocate on /storage is needed too with 'add_storage'."},
+      "protected":1,
+      "proxyto":"node",
+      "returns":{"type":"string"}
+     }
+    }
+   },
+   {
+    "path":"/nodes/{node}/disks/lvm",
+    "text":"lvm",
+    "leaf":1,
+    "info":{
+     "GET":{
+      "allowtoken":1,
+      "description":"List the LVM volume groups of a node with their physical volumes.",
+      "method":"GET",
+      "name":"index",
+      "parameters":{"additionalProperties":0,"properties":{
+        "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"}
+      }},
+      "permissions":{"check":["perm","/",["Sys.Audit"]]},
+      "protected":1,
+      "proxyto":"node",
+      "returns":{"properties":{"children":{"items":{"properties":{"children":{"description":"Physical volumes of the group.","items":{"properties":{"free":{"description":"Unallocated bytes of the physical volume.","type":"integer"},"leaf":{"type":"boolean"},"name":{"description":"Device path of the physical volume.","type":"string"},"size":{"description":"Bytes the physical volume holds.","type":"integer"}},"type":"object"},"optional":1,"type":"array"},"free":{"description":"Unallocated bytes of the group.","type":"integer"},"leaf":{"type":"boolean"},"name":{"description":"Name of the volume group.","type":"string"},"size":{"description":"Bytes the group spans.","type":"integer"}},"type":"object"},"type":"array"},"leaf":{"type":"boolean"}},"type":"object"}
+     },
+     "POST":{
+      "allowtoken":1,
+      "description":"Create an LVM volume group on an unused disk or partition.",
+      "method":"POST",
+      "name":"create",
+      "parameters":{"additionalProperties":0,"properties":{
+        "add_storage":{"default":0,"description":"Also define a storage of this name on it, for this node.","optional":1,"type":"boolean"},
+        "device":{"description":"Unused disk or partition to make the physical volume.","type":"string"},
+        "name":{"description":"Name of the new volume group, and of its storage.","format":"pve-storage-id","type":"string"},
+        "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"}
+      }},
+      "permissions":{"check":["perm","/",["Sys.Modify"]],"description":"Datastore.Allocate on /storage is needed too with 'add_storage'."},
+      "protected":1,
+      "proxyto":"node",
+      "returns":{"type":"string"}
+     }
+    }
+   },
+   {
+    "path":"/nodes/{node}/disks/lvmthin",
+    "text":"lvmthin",
+    "leaf":1,
+    "info":{
+     "GET":{
+      "allowtoken":1,
+      "description":"List the LVM thin pools of a node.",
+      "method":"GET",
+      "name":"index",
+      "parameters":{"additionalProperties":0,"properties":{
+        "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"}
+      }},
+      "permissions":{"check":["perm","/",["Sys.Audit"]]},
+      "protected":1,
+      "proxyto":"node",
+      "returns":{"items":{"properties":{"lv":{"description":"Name of the thin pool LV.","type":"string"},"lv_size":{"description":"Size of the pool in bytes.","type":"integer"},"metadata_size":{"description":"Size of its metadata LV in bytes.","type":"integer"},"metadata_used":{"description":"Bytes of metadata in use.","type":"integer"},"used":{"description":"Bytes of the pool in use.","type":"integer"},"vg":{"description":"Volume group holding the pool.","type":"string"}},"type":"object"},"type":"array"}
+     }
+    }
    }
    ]
   },

@@ -17,6 +17,7 @@ func (s *Sim) routes() map[string]handler {
 	s.taskRoutes(add)
 	s.guestRoutes(add)
 	s.storageRoutes(add)
+	s.diskRoutes(add)
 	return h
 }
 

@@ -27,6 +27,8 @@ type state struct {
 	rng         *rand.Rand
 	nextPID     uint32
 	version     pveVersion
+	// blockdevs are the nodes' disks, partitions and LVM (disks.go).
+	blockdevs map[string]*blockLayout
 }
 
 type pveVersion struct{ version, release, repoid string }
@@ -87,6 +89,8 @@ type storage struct {
 	shared  bool
 	path    string
 	total   int64
+	// options are further storage.cfg options (vgname, nodes, ...).
+	options map[string]string
 	// volumes by node; shared storages keep theirs under "".
 	volumes map[string][]*volume
 }
