@@ -1,58 +1,40 @@
-// Package atomicfile writes files so that readers see either the old
-// content or the new, never a mix, and the new content survives a crash
-// once WriteFile returns: write a temporary file in the same directory,
-// fsync it, rename it over the target, then fsync the directory. It also
-// owns the advisory lock (flock) that serialises writers of a directory,
-// and giving the files to the directory's owner when root writes them.
+// Package atomicfile is how proxmox-mcp touches files, above all where
+// root works in a directory another user can write (the CLI and the
+// installer, run as root, in the service user's state directory).
+//
+// A [Dir] is a directory opened by walking its path from "/" one element
+// at a time, following a symbolic link only in a directory that nobody
+// but root (or this process's own user) can write. Every operation on a
+// Dir names one entry and acts relative to the directory's descriptor,
+// never following a symbolic link: files are opened with O_NOFOLLOW (and
+// refused when they are not regular files, or, in a directory someone
+// else can write, when they have more than one hard link), owners and
+// modes are changed through the opened descriptor (fchown, fchmod),
+// trees are removed by descriptors, and new files are given to the
+// directory's owner when root creates them.
+//
+// Writes are atomic: readers see either the old content or the new,
+// never a mix, and the new content survives a crash once the write
+// returns. A temporary file is created in the same directory
+// (O_CREAT|O_EXCL|O_NOFOLLOW), written, given its owner and mode,
+// fsynced and renamed over the target relative to the directory's
+// descriptor, and the directory is fsynced. The package also owns the
+// advisory lock (flock) that serialises writers of a directory.
 package atomicfile
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 )
 
-// WriteFile atomically replaces path with data, created with mode perm.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// WriteFile atomically replaces the file at an absolute path with data,
+// created with mode perm and given to the directory's owner (see
+// [Dir.WriteFile]). The directory is opened as [OpenDir] opens it.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	d, name, err := OpenParent(path)
 	if err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("atomic write %s: %w", path, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("atomic write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("atomic write %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("atomic write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("atomic write %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
+	return d.WriteFile(name, data, perm)
 }

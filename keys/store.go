@@ -60,8 +60,8 @@ type Options struct {
 // Store is keys.json in a state directory. It is safe for concurrent use by
 // goroutines and, through its flock, by processes.
 type Store struct {
-	dir, path, lockPath string
-	opts                Options
+	dir, path string
+	opts      Options
 
 	mu        sync.Mutex // serializes reloads within the process
 	snap      atomic.Pointer[Snapshot]
@@ -91,7 +91,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.Logger = slog.Default()
 	}
 	return &Store{
-		dir: dir, path: filepath.Join(dir, FileName), lockPath: filepath.Join(dir, lockName), opts: opts,
+		dir: dir, path: filepath.Join(dir, FileName), opts: opts,
 	}, nil
 }
 
@@ -240,10 +240,11 @@ func (s *Store) keepOrFailLocked(fp fingerprint, err error) (*Snapshot, error) {
 	return cur, nil
 }
 
-// read loads keys.json; a missing file is an empty store.
+// read loads keys.json; a missing file (or state directory) is an empty
+// store.
 func (s *Store) read() (*Snapshot, error) {
 	now := s.opts.Now()
-	f, err := os.Open(s.path)
+	f, err := s.open()
 	if errors.Is(err, fs.ErrNotExist) {
 		return newSnapshot(nil, fingerprint{}, [sha256.Size]byte{}, now), nil
 	}
@@ -257,12 +258,9 @@ func (s *Store) read() (*Snapshot, error) {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
 	fp := fingerprintOf(fi)
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	data, err := s.readAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("keys: read %s: %w", s.path, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("keys: %s is larger than %d bytes", s.path, maxFileSize)
+		return nil, err
 	}
 	sum := sha256.Sum256(data)
 	if cur := s.snap.Load(); cur != nil && cur.sum == sum && cur.fp.exists {
@@ -275,22 +273,53 @@ func (s *Store) read() (*Snapshot, error) {
 	return newSnapshot(recs, fp, sum, now), nil
 }
 
+// open opens keys.json for reading. The state directory belongs to the
+// service user, and the CLI reads and writes it as root: it is opened
+// without following a link the service user could plant (atomicfile), and
+// keys.json must be a regular file with one link.
+func (s *Store) open() (*os.File, error) {
+	d, err := atomicfile.OpenDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Open(FileName)
+}
+
+// readAll reads an open keys.json, up to the size limit.
+func (s *Store) readAll(f *os.File) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("keys: read %s: %w", s.path, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("keys: %s is larger than %d bytes", s.path, maxFileSize)
+	}
+	return data, nil
+}
+
 // update runs fn on the current records under the lock and writes the
-// result atomically. When fn fails nothing is written.
+// result atomically. When fn fails nothing is written. Everything is done
+// relative to the state directory's descriptor and never through a
+// symbolic link; run as root, the lock file and keys.json are given to
+// the directory's owner.
 func (s *Store) update(ctx context.Context, fn func(recs []Record, now time.Time) ([]Record, error)) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	d, err := atomicfile.MkdirAll(s.dir, 0o700)
+	if err != nil {
 		return fmt.Errorf("keys: state directory: %w", err)
 	}
-	owner, err := atomicfile.OwnerOf(s.dir)
-	if err != nil {
-		return fmt.Errorf("keys: %w", err)
-	}
-	unlock, err := atomicfile.Lock(ctx, s.lockPath, owner)
+	defer d.Close()
+	unlock, err := d.Lock(ctx, lockName)
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
 	defer unlock()
-	data, err := os.ReadFile(s.path)
+	var data []byte
+	f, err := d.Open(FileName)
+	if err == nil {
+		data, err = s.readAll(f)
+		f.Close()
+	}
 	var recs []Record
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -312,10 +341,10 @@ func (s *Store) update(ctx context.Context, fn func(recs []Record, now time.Time
 	if bytes.Equal(out, data) {
 		return nil
 	}
-	if err := atomicfile.WriteFile(s.path, out, 0o600); err != nil {
+	if err := d.WriteFile(FileName, out, 0o600); err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
-	return owner.Apply(s.path)
+	return nil
 }
 
 // CreateRequest describes a new key.

@@ -275,7 +275,12 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 func TestLockWaitsForHolder(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, nil)
-	unlock, err := atomicfile.Lock(context.Background(), filepath.Join(dir, lockName), atomicfile.Owner{})
+	d, err := atomicfile.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	unlock, err := d.Lock(context.Background(), lockName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,16 +119,18 @@ func (p *PKI) Init(ctx context.Context, names Names, force bool) (InitResult, er
 	if len(names.DNS) == 0 || len(names.IPs) == 0 {
 		return InitResult{}, errors.New("pki: the server certificate needs at least one DNS name and one address")
 	}
-	if err := os.MkdirAll(p.dir, dirMode); err != nil {
+	d, err := atomicfile.MkdirAll(p.dir, dirMode)
+	if err != nil {
 		return InitResult{}, fmt.Errorf("field \"pki.dir\": %w", err)
 	}
-	unlock, err := p.lock(ctx)
+	defer d.Close()
+	unlock, err := p.lock(ctx, d)
 	if err != nil {
 		return InitResult{}, err
 	}
 	defer unlock()
 	var res InitResult
-	existing := p.existingCA()
+	existing := p.existingCA(d)
 	if len(existing) > 0 {
 		old, _ := p.readCA()
 		if !force {
@@ -157,13 +159,13 @@ func (p *PKI) Init(ctx context.Context, names Names, force bool) (InitResult, er
 		return InitResult{}, err
 	}
 	// The key first: a ca.pem on disk always has its key beside it.
-	if err := p.write(CAKeyFile, ca.keyPEM, caKeyMode, OwnerOnly); err != nil {
+	if err := p.write(d, CAKeyFile, ca.keyPEM, caKeyMode, OwnerOnly); err != nil {
 		return InitResult{}, err
 	}
-	if err := p.write(CAFile, ca.certPEM, certMode, OwnerOnly); err != nil {
+	if err := p.write(d, CAFile, ca.certPEM, certMode, OwnerOnly); err != nil {
 		return InitResult{}, err
 	}
-	if err := p.writeServer(server); err != nil {
+	if err := p.writeServer(d, server); err != nil {
 		return InitResult{}, err
 	}
 	res.CA, res.Server = ca.cert, server.cert
@@ -188,10 +190,12 @@ func (p *PKI) Renew(ctx context.Context, names Names) (RenewResult, error) {
 	if len(names.DNS) == 0 || len(names.IPs) == 0 {
 		return RenewResult{}, errors.New("pki: the server certificate needs at least one DNS name and one address")
 	}
-	if _, err := os.Stat(p.dir); err != nil {
+	d, err := atomicfile.OpenDir(p.dir)
+	if err != nil {
 		return RenewResult{}, fmt.Errorf("field \"pki.dir\": %w", err)
 	}
-	unlock, err := p.lock(ctx)
+	defer d.Close()
+	unlock, err := p.lock(ctx, d)
 	if err != nil {
 		return RenewResult{}, err
 	}
@@ -219,7 +223,7 @@ func (p *PKI) Renew(ctx context.Context, names Names) (RenewResult, error) {
 	if err != nil {
 		return RenewResult{}, err
 	}
-	if err := p.writeServer(next); err != nil {
+	if err := p.writeServer(d, next); err != nil {
 		return RenewResult{}, err
 	}
 	return RenewResult{CA: ca.cert, Server: next.cert, Renewed: true, Reason: reason}, nil
@@ -228,7 +232,7 @@ func (p *PKI) Renew(ctx context.Context, names Names) (RenewResult, error) {
 // currentServer reads the server certificate and its key and says why
 // they must be replaced, or "".
 func (p *PKI) currentServer(ca *x509.Certificate, names Names, now time.Time) (*x509.Certificate, string, error) {
-	certPEM, err := os.ReadFile(p.Path(ServerFile))
+	certPEM, err := p.readFile(ServerFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "there is no server certificate", nil
 	}
@@ -239,7 +243,7 @@ func (p *PKI) currentServer(ca *x509.Certificate, names Names, now time.Time) (*
 	if err != nil {
 		return nil, err.Error(), nil
 	}
-	keyPEM, err := os.ReadFile(p.Path(ServerKeyFile))
+	keyPEM, err := p.readFile(ServerKeyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return server, "there is no server key (" + ServerKeyFile + ")", nil
 	}
@@ -256,11 +260,17 @@ func (p *PKI) currentServer(ca *x509.Certificate, names Names, now time.Time) (*
 	return server, DueReason(ca, server, names, now), nil
 }
 
-// existingCA lists the CA files present.
-func (p *PKI) existingCA() []string {
+// readFile reads one of the directory's files, never through a symbolic
+// link in a directory someone else can write (atomicfile).
+func (p *PKI) readFile(name string) ([]byte, error) {
+	return atomicfile.ReadFile(p.Path(name))
+}
+
+// existingCA lists the CA files present in the open directory.
+func (p *PKI) existingCA(d *atomicfile.Dir) []string {
 	var out []string
 	for _, f := range []string{CAFile, CAKeyFile} {
-		if _, err := os.Lstat(p.Path(f)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if _, err := d.Lstat(f); err == nil || !errors.Is(err, fs.ErrNotExist) {
 			out = append(out, f)
 		}
 	}
@@ -269,7 +279,7 @@ func (p *PKI) existingCA() []string {
 
 // readCA reads the CA certificate.
 func (p *PKI) readCA() (*x509.Certificate, error) {
-	b, err := os.ReadFile(p.Path(CAFile))
+	b, err := p.readFile(CAFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", p.dir, ErrNoCA)
 	}
@@ -293,7 +303,7 @@ func (p *PKI) readCAPair() (*keyPair, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p.Path(CAKeyFile))
+	b, err := p.readFile(CAKeyFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("pki: %s has no key beside it (%s): re-issuing needs it; `proxmox-mcp pki init --force` makes a new CA", p.Path(CAFile), CAKeyFile)
@@ -313,35 +323,40 @@ func (p *PKI) readCAPair() (*keyPair, error) {
 // writeServer writes the server key, then its certificate. A reader that
 // looks between the two sees a key that does not match the certificate and
 // keeps what it had.
-func (p *PKI) writeServer(kp *keyPair) error {
+func (p *PKI) writeServer(d *atomicfile.Dir, kp *keyPair) error {
 	mode := serverKeyShared
 	if p.keyGroup == OwnerOnly {
 		mode = serverKeyPrivate
 	}
-	if err := p.write(ServerKeyFile, kp.keyPEM, mode, p.keyGroup); err != nil {
+	if err := p.write(d, ServerKeyFile, kp.keyPEM, mode, p.keyGroup); err != nil {
 		return err
 	}
-	return p.write(ServerFile, kp.certPEM, certMode, OwnerOnly)
+	return p.write(d, ServerFile, kp.certPEM, certMode, OwnerOnly)
 }
 
-// write replaces one file atomically, then gives it to group.
-func (p *PKI) write(name string, data []byte, mode os.FileMode, group int) error {
-	path := p.Path(name)
-	if err := atomicfile.WriteFile(path, data, mode); err != nil {
-		return fmt.Errorf("pki: %w", err)
-	}
+// write replaces one file of the open directory atomically, given to
+// group (through its descriptor, before it has its mode and name) unless
+// group is OwnerOnly.
+func (p *PKI) write(d *atomicfile.Dir, name string, data []byte, mode os.FileMode, group int) error {
+	var chown func(*os.File) error
 	if group != OwnerOnly {
-		if err := os.Chown(path, -1, group); err != nil {
-			return fmt.Errorf("pki: give %s to group %d: %w", path, group, err)
+		chown = func(f *os.File) error {
+			if err := f.Chown(-1, group); err != nil {
+				return fmt.Errorf("give %s to group %d: %w", p.Path(name), group, err)
+			}
+			return nil
 		}
+	}
+	if err := d.WriteFileFunc(name, data, mode, chown); err != nil {
+		return fmt.Errorf("pki: %w", err)
 	}
 	return nil
 }
 
 // lock takes an exclusive flock on the directory's lock file, so that two
 // runs (a timer's renew and an operator's init) never interleave.
-func (p *PKI) lock(ctx context.Context) (func(), error) {
-	unlock, err := atomicfile.Lock(ctx, p.Path(lockFileName), atomicfile.Owner{})
+func (p *PKI) lock(ctx context.Context, d *atomicfile.Dir) (func(), error) {
+	unlock, err := d.Lock(ctx, lockFileName)
 	if err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
 	}

@@ -95,7 +95,7 @@ func (p *PKI) Inspect(names *Names) (*Status, error) {
 			ca.NotAfter.Format(time.DateOnly)))
 	}
 	var server *x509.Certificate
-	if b, err := os.ReadFile(p.Path(ServerFile)); err == nil {
+	if b, err := p.readFile(ServerFile); err == nil {
 		if server, err = parseCert(p.Path(ServerFile), b); err != nil {
 			st.Warnings = append(st.Warnings, err.Error()+": run `proxmox-mcp pki renew`")
 		}

@@ -44,11 +44,19 @@ func CheckID(id string) error {
 
 // Store keeps custom policies under <state dir>/policies: drafts that passed
 // their tests, and immutable numbered versions, one of them active. The
-// index is written atomically under an flock, like keys.json.
+// index is written atomically under an flock, like keys.json. The state
+// directory belongs to the service user and the CLI writes it as root, so
+// every file and directory is opened relative to a directory descriptor,
+// never through a symbolic link (atomicfile), and what root creates is
+// given to the state directory's owner.
 type Store struct {
-	dir string // <state>/policies
-	now func() time.Time
+	state string // the state directory
+	dir   string // <state>/policies
+	now   func() time.Time
 }
+
+// policiesDir is the name of the store's directory in the state directory.
+const policiesDir = "policies"
 
 // NewStore returns the policy store of a state directory.
 func NewStore(stateDir string, now func() time.Time) (*Store, error) {
@@ -58,7 +66,7 @@ func NewStore(stateDir string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{dir: filepath.Join(stateDir, "policies"), now: now}, nil
+	return &Store{state: stateDir, dir: filepath.Join(stateDir, policiesDir), now: now}, nil
 }
 
 // Index is the content of policies/index.json.
@@ -90,7 +98,9 @@ type Draft struct {
 	Tests   int       `json:"tests"`
 }
 
-func (s *Store) indexPath() string { return filepath.Join(s.dir, "index.json") }
+const indexName = "index.json"
+
+func (s *Store) indexPath() string { return filepath.Join(s.dir, indexName) }
 
 func decodeIndex(data []byte) (*index, error) {
 	var ix index
@@ -117,9 +127,45 @@ func decodeIndex(data []byte) (*index, error) {
 	return &ix, nil
 }
 
+// openDir opens <state>/policies and then each of sub, never following a
+// symbolic link.
+func (s *Store) openDir(sub ...string) (*atomicfile.Dir, error) {
+	d, err := atomicfile.OpenDir(s.state)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range append([]string{policiesDir}, sub...) {
+		next, err := d.OpenDir(name)
+		d.Close()
+		if err != nil {
+			return nil, err
+		}
+		d = next
+	}
+	return d, nil
+}
+
+// readFile reads a stored file: name in the directory sub of policies/.
+func (s *Store) readFile(sub []string, name string) ([]byte, error) {
+	d, err := s.openDir(sub...)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadFile(name)
+}
+
 // readIndex reads the index; a missing one is empty.
 func (s *Store) readIndex() (*index, []byte, error) {
-	data, err := os.ReadFile(s.indexPath())
+	return s.decodeIndexFile(s.readFile(nil, indexName))
+}
+
+// readIndexIn reads the index of the open policies directory.
+func (s *Store) readIndexIn(pd *atomicfile.Dir) (*index, []byte, error) {
+	return s.decodeIndexFile(pd.ReadFile(indexName))
+}
+
+func (s *Store) decodeIndexFile(data []byte, err error) (*index, []byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return &index{Version: 1, Policies: map[string]*Entry{}, Drafts: map[string][]*Draft{}}, nil, nil
 	}
@@ -133,30 +179,31 @@ func (s *Store) readIndex() (*index, []byte, error) {
 	return ix, data, nil
 }
 
-// update changes the index under the lock; files fn writes are created
-// before the index names them, so a crash leaves at most an unreferenced
-// file, never an index entry without its text.
-func (s *Store) update(ctx context.Context, fn func(ix *index, owner atomicfile.Owner, now time.Time) error) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return fmt.Errorf("policy: %w", err)
+// update changes the index under the lock; files fn writes (in pd, the
+// open policies directory) are created before the index names them, so a
+// crash leaves at most an unreferenced file, never an index entry without
+// its text.
+func (s *Store) update(ctx context.Context, fn func(ix *index, pd *atomicfile.Dir, now time.Time) error) error {
+	sd, err := atomicfile.MkdirAll(s.state, 0o700)
+	if err != nil {
+		return fmt.Errorf("policy: state directory: %w", err)
 	}
-	owner, err := atomicfile.OwnerOf(filepath.Dir(s.dir))
+	defer sd.Close()
+	pd, err := sd.Mkdir(policiesDir, 0o700)
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	if err := owner.Apply(s.dir); err != nil {
-		return fmt.Errorf("policy: %w", err)
-	}
-	unlock, err := atomicfile.Lock(ctx, filepath.Join(s.dir, "policies.lock"), owner)
+	defer pd.Close()
+	unlock, err := pd.Lock(ctx, "policies.lock")
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
 	defer unlock()
-	ix, old, err := s.readIndex()
+	ix, old, err := s.readIndexIn(pd)
 	if err != nil {
 		return err
 	}
-	if err := fn(ix, owner, s.now().UTC()); err != nil {
+	if err := fn(ix, pd, s.now().UTC()); err != nil {
 		return err
 	}
 	out, err := json.Marshal(ix, json.Deterministic(true), jsontext.Multiline(true), jsontext.WithIndent("  "))
@@ -167,54 +214,55 @@ func (s *Store) update(ctx context.Context, fn func(ix *index, owner atomicfile.
 	if bytes.Equal(out, old) {
 		return nil
 	}
-	if err := atomicfile.WriteFile(s.indexPath(), out, 0o600); err != nil {
+	if err := pd.WriteFile(indexName, out, 0o600); err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	return owner.Apply(s.indexPath())
+	return nil
 }
 
-// writeNew creates a file that must not exist yet (stored texts are
-// immutable), fsynced, with the owner applied.
-func writeNew(path string, data []byte, owner atomicfile.Owner) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if err := owner.Apply(filepath.Dir(path)); err != nil {
-		return err
-	}
-	if existing, err := os.ReadFile(path); err == nil {
-		if bytes.Equal(existing, data) {
-			return nil
+// writeNew creates sub/name in the policies directory pd, a file that must
+// not exist yet (stored texts are immutable), fsynced, and given with the
+// directories it makes to the state directory's owner. A symbolic link
+// anywhere on the way is refused; an existing file with the same content
+// is success.
+func writeNew(pd *atomicfile.Dir, sub []string, name string, data []byte) error {
+	d := pd
+	for _, n := range sub {
+		next, err := d.Mkdir(n, 0o700)
+		if d != pd {
+			d.Close()
 		}
-		return fmt.Errorf("%s exists with other content; stored policies are immutable", path)
+		if err != nil {
+			return err
+		}
+		d = next
 	}
-	tmp := path + ".tmp"
-	if err := atomicfile.WriteFile(tmp, data, 0o600); err != nil {
+	defer d.Close()
+	err := d.CreateFile(name, data, 0o600)
+	if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	if err := os.Link(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("store %s: %w", path, err)
+	existing, rerr := d.ReadFile(name)
+	if rerr != nil {
+		return fmt.Errorf("%w (and it cannot be read: %w)", err, rerr)
 	}
-	os.Remove(tmp)
-	return owner.Apply(path)
+	if !bytes.Equal(existing, data) {
+		return fmt.Errorf("%s exists with other content; stored policies are immutable", filepath.Join(d.Path(), name))
+	}
+	return nil
 }
 
-func (s *Store) draftPath(id, digest string) string {
-	return filepath.Join(s.dir, "drafts", id, digest+".rego")
-}
+// The places of stored texts: a directory under policies/ and a name.
 
-func (s *Store) draftTestPath(id, digest string) string {
-	return filepath.Join(s.dir, "drafts", id, digest+"_test.rego")
-}
+func draftDir(id string) []string { return []string{"drafts", id} }
 
-func (s *Store) versionPath(id string, v int) string {
-	return filepath.Join(s.dir, id, "v"+strconv.Itoa(v)+".rego")
-}
+func draftName(digest string) string { return digest + ".rego" }
 
-func (s *Store) versionTestPath(id string, v int) string {
-	return filepath.Join(s.dir, id, "v"+strconv.Itoa(v)+"_test.rego")
-}
+func draftTestName(digest string) string { return digest + "_test.rego" }
+
+func versionName(v int) string { return "v" + strconv.Itoa(v) + ".rego" }
+
+func versionTestName(v int) string { return "v" + strconv.Itoa(v) + "_test.rego" }
 
 // DraftResult is what a draft produced.
 type DraftResult struct {
@@ -233,11 +281,11 @@ func (s *Store) Draft(ctx context.Context, id string, src, tests []byte) (DraftR
 	if err != nil {
 		return res, err
 	}
-	err = s.update(ctx, func(ix *index, owner atomicfile.Owner, now time.Time) error {
-		if err := writeNew(s.draftPath(id, res.Digest), src, owner); err != nil {
+	err = s.update(ctx, func(ix *index, pd *atomicfile.Dir, now time.Time) error {
+		if err := writeNew(pd, draftDir(id), draftName(res.Digest), src); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
-		if err := writeNew(s.draftTestPath(id, res.Digest), tests, owner); err != nil {
+		if err := writeNew(pd, draftDir(id), draftTestName(res.Digest), tests); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
 		ix.Drafts[id] = slices.DeleteFunc(ix.Drafts[id], func(d *Draft) bool { return d.Digest == res.Digest })
@@ -273,7 +321,7 @@ func (s *Store) Activate(ctx context.Context, id, digest string) (VersionEntry, 
 		return VersionEntry{}, fmt.Errorf("policy: digest %q: want 64 lower-case hex digits (sha256)", digest)
 	}
 	var out VersionEntry
-	err := s.update(ctx, func(ix *index, owner atomicfile.Owner, now time.Time) error {
+	err := s.update(ctx, func(ix *index, pd *atomicfile.Dir, now time.Time) error {
 		i := slices.IndexFunc(ix.Drafts[id], func(d *Draft) bool { return d.Digest == digest })
 		if i < 0 {
 			have := make([]string, 0, len(ix.Drafts[id]))
@@ -283,14 +331,14 @@ func (s *Store) Activate(ctx context.Context, id, digest string) (VersionEntry, 
 			return fmt.Errorf("policy: %w: policy %s has no draft with digest %s (drafts: %v); run policy draft first",
 				ErrDigestMismatch, id, digest, have)
 		}
-		src, err := os.ReadFile(s.draftPath(id, digest))
+		src, err := s.readFile(draftDir(id), draftName(digest))
 		if err != nil {
 			return fmt.Errorf("policy: draft text: %w", err)
 		}
 		if got := Digest(src); got != digest {
 			return fmt.Errorf("policy: %w: the stored draft's text now has digest %s", ErrDigestMismatch, got)
 		}
-		tests, err := os.ReadFile(s.draftTestPath(id, digest))
+		tests, err := s.readFile(draftDir(id), draftTestName(digest))
 		if err != nil {
 			return fmt.Errorf("policy: draft tests: %w", err)
 		}
@@ -305,10 +353,10 @@ func (s *Store) Activate(ctx context.Context, id, digest string) (VersionEntry, 
 			return fmt.Errorf("policy: version %d of %s already has digest %s and is active", e.Active, id, digest[:12])
 		}
 		v := len(e.Versions) + 1
-		if err := writeNew(s.versionPath(id, v), src, owner); err != nil {
+		if err := writeNew(pd, []string{id}, versionName(v), src); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
-		if err := writeNew(s.versionTestPath(id, v), tests, owner); err != nil {
+		if err := writeNew(pd, []string{id}, versionTestName(v), tests); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
 		out = VersionEntry{Version: v, Digest: digest, Created: now, Activated: now}
@@ -398,7 +446,7 @@ func (s *Store) get(ix *index, id string, v int) (Version, error) {
 	if v < 1 || v > len(e.Versions) {
 		return Version{}, fmt.Errorf("policy: %w: %s has versions 1 to %d, not %d", ErrNotFound, id, len(e.Versions), v)
 	}
-	src, err := os.ReadFile(s.versionPath(id, v))
+	src, err := s.readFile([]string{id}, versionName(v))
 	if err != nil {
 		return Version{}, fmt.Errorf("policy: %w", err)
 	}
@@ -406,7 +454,7 @@ func (s *Store) get(ix *index, id string, v int) (Version, error) {
 	if got := Digest(src); got != want {
 		return Version{}, fmt.Errorf("policy: %s v%d was changed on disk: digest %s, recorded %s", id, v, got, want)
 	}
-	tests, err := os.ReadFile(s.versionTestPath(id, v))
+	tests, err := s.readFile([]string{id}, versionTestName(v))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Version{}, fmt.Errorf("policy: %w", err)
 	}
