@@ -85,7 +85,7 @@ func BenchmarkVerifyFirst(b *testing.B) {
 }
 
 // BenchmarkVerifyUnknownID: a well-formed key whose id is not stored, with
-// 1, 10 and 1000 keys in the store. Failures are not rate-limited here, so
+// 1, 10 and 1000 keys in the store. Probes are not rate-limited here, so
 // every attempt does the full refusal.
 func BenchmarkVerifyUnknownID(b *testing.B) {
 	for _, n := range []int{1, 10, 1000} {
@@ -97,7 +97,7 @@ func BenchmarkVerifyUnknownID(b *testing.B) {
 				b.Fatal(err)
 			}
 			s := openStore(b, dir, nil)
-			v := newVerifier(b, s, nil, VerifierOptions{FailureRate: rate.Inf})
+			v := newVerifier(b, s, nil, VerifierOptions{ProbeRate: rate.Inf})
 			tok, err := newToken(rand.Reader)
 			if err != nil {
 				b.Fatal(err)

@@ -125,8 +125,8 @@ func TestConcurrentWrongSecretsHashOnlyWithinTheBurst(t *testing.T) {
 		if len(limited) != 31 {
 			t.Fatalf("%d refusals over the budget, want 31", len(limited))
 		}
-		if le := limited[0]; le.RetryAfter <= 0 || le.RetryAfter > time.Second || !strings.Contains(le.Reason, "key ") {
-			t.Errorf("LimitError %+v: want the key named and a wait of at most 1s", le)
+		if le := limited[0]; le.RetryAfter <= 0 || le.RetryAfter > time.Second || !strings.Contains(le.Reason, "source 10.0.0.1 ") {
+			t.Errorf("LimitError %+v: want the source named and a wait of at most 1s", le)
 		}
 	})
 }
@@ -264,6 +264,26 @@ func TestKeyBudgetsAreSeparate(t *testing.T) {
 	expectVerify(t, v, a, "10.0.1.6", "429")
 	c.Add(time.Second)
 	expectVerify(t, v, a, "10.0.1.6", "ok")
+}
+
+// A key accepted before whose cache entry has expired is re-verified
+// without the failure budgets: someone spending its id's failures cannot
+// lock out a client that has been using it.
+func TestProvenKeyOutlivesItsCacheUnderAttack(t *testing.T) {
+	c := newClock()
+	s := openStore(t, t.TempDir(), c)
+	v := newVerifier(t, s, c, VerifierOptions{CacheTTL: time.Minute, KeyFailureBurst: 2, KeyFailureRate: 1.0 / 3600})
+	alice := mustCreate(t, s, "alice", readOnly).Key.Reveal()
+	expectVerify(t, v, alice, "10.0.0.1", "ok")
+	expectVerify(t, v, wrongSecret(alice), "10.0.9.1", "401")
+	expectVerify(t, v, wrongSecret(alice), "10.0.9.2", "401")
+	expectVerify(t, v, wrongSecret(alice), "10.0.9.3", "429")
+	c.Add(2 * time.Minute) // the cache entry expired; alice's key budget has not refilled
+	expectVerify(t, v, alice, "10.0.0.1", "ok")
+	if st := v.Stats(); st.Hashes != 4 || st.CacheHits != 0 {
+		t.Errorf("the expired entry must be verified again with scrypt: %+v", st)
+	}
+	expectVerify(t, v, wrongSecret(alice), "10.0.9.4", "429") // and the attacker is still limited
 }
 
 func TestTableEvictionOrder(t *testing.T) {

@@ -49,19 +49,21 @@ type VerifierOptions struct {
 	// from one source (1 per second after a burst of 10). A source is an
 	// IPv4 address, an IPv6 /64 (an address in Tailscale's
 	// fd7a:115c:a1e0::/48), "loopback" for every loopback address, or the
-	// string given ("stdio"). rate.Inf turns the limit off.
+	// string given ("stdio"). rate.Inf turns a limit off.
 	FailureRate  rate.Limit
 	FailureBurst int
 	// KeyFailureRate and KeyFailureBurst limit the wrong secrets for one key
-	// id from all sources together (FailureRate and FailureBurst). An
+	// id from all sources together (1 per second after a burst of 10). An
 	// attempt at a known key hashes only when both its key's and its
 	// source's budgets have a token; the token is taken before scrypt runs
-	// and given back when the secret was right.
+	// and given back when the secret was right. A key this Verifier has
+	// accepted before (its cache entry only expired) is re-verified without
+	// either budget, so an attack on its id cannot lock it out.
 	KeyFailureRate  rate.Limit
 	KeyFailureBurst int
 	// ProbeRate and ProbeBurst limit, per source, the keys refused without
-	// hashing: malformed, unknown id, revoked or expired (FailureRate and
-	// FailureBurst). Their budget is separate: it never refuses a known,
+	// hashing: malformed, unknown id, revoked or expired (1 per second after
+	// a burst of 10). Their budget is separate: it never refuses a known,
 	// usable key, however many probes a shared source (loopback) sent.
 	ProbeRate  rate.Limit
 	ProbeBurst int
@@ -154,16 +156,16 @@ func NewVerifier(store *Store, opts VerifierOptions) (*Verifier, error) {
 		opts.FailureBurst = 10
 	}
 	if opts.KeyFailureRate <= 0 {
-		opts.KeyFailureRate = opts.FailureRate
+		opts.KeyFailureRate = 1
 	}
 	if opts.KeyFailureBurst <= 0 {
-		opts.KeyFailureBurst = opts.FailureBurst
+		opts.KeyFailureBurst = 10
 	}
 	if opts.ProbeRate <= 0 {
-		opts.ProbeRate = opts.FailureRate
+		opts.ProbeRate = 1
 	}
 	if opts.ProbeBurst <= 0 {
-		opts.ProbeBurst = opts.FailureBurst
+		opts.ProbeBurst = 10
 	}
 	if opts.MaxSources <= 0 {
 		opts.MaxSources = 10000
@@ -202,8 +204,9 @@ func NewVerifier(store *Store, opts VerifierOptions) (*Verifier, error) {
 // revoked or expired key is refused without hashing and charged to the
 // source's probe budget only; a known, usable id reaches scrypt only with a
 // token from its key's and its source's failure budgets, taken before the
-// hash and given back when the secret was right, and at most
-// MaxConcurrentHashes at a time. A refusal over a budget is a *LimitError.
+// hash and given back when the secret was right (a key whose cache entry
+// has only expired needs no token), and at most MaxConcurrentHashes at a
+// time. A refusal over a budget is a *LimitError.
 func (v *Verifier) Verify(ctx context.Context, key string, source string) (Principal, error) {
 	now := v.opts.Now()
 	snap, err := v.store.Snapshot()
@@ -214,10 +217,17 @@ func (v *Verifier) Verify(ctx context.Context, key string, source string) (Princ
 	v.cacheMu.RLock()
 	e, hit := v.cache[ck]
 	v.cacheMu.RUnlock()
+	// proven: this exact key was accepted for this very record before, and
+	// only its cache entry has expired. Its hash cannot fail, so it needs
+	// no failure budget: an attack on its id does not lock it out.
+	proven := false
 	if hit {
-		if rec := snap.Lookup(e.id); rec != nil && string(rec.Hash.Key) == e.hash && now.Before(e.expires) && rec.usable(now) {
-			v.hits.Add(1)
-			return principalOf(rec), nil
+		if rec := snap.Lookup(e.id); rec != nil && string(rec.Hash.Key) == e.hash && rec.usable(now) {
+			if now.Before(e.expires) {
+				v.hits.Add(1)
+				return principalOf(rec), nil
+			}
+			proven = true
 		}
 		v.cacheMu.Lock()
 		delete(v.cache, ck)
@@ -233,23 +243,33 @@ func (v *Verifier) Verify(ctx context.Context, key string, source string) (Princ
 	}
 	// rec.ID, not tok.ID: the table keeps the id, and tok.ID is a slice of
 	// the presented key, secret included.
-	if lerr := v.limiter.reserve(rec.ID, src, now); lerr != nil {
-		return Principal{}, v.overLimit(lerr)
+	if !proven {
+		if lerr := v.limiter.reserve(rec.ID, src, now); lerr != nil {
+			return Principal{}, v.overLimit(lerr)
+		}
+	}
+	settle := func(failed bool) {
+		switch {
+		case proven:
+		case failed:
+			v.limiter.fail(rec.ID, src, v.opts.Now())
+		default:
+			v.limiter.release(rec.ID, src, v.opts.Now())
+		}
 	}
 	ok, err := v.hash(ctx, rec, &tok)
 	switch {
 	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		// It never hashed: not a failure of the key.
-		v.limiter.release(rec.ID, src, v.opts.Now())
+		settle(false) // it never hashed: not a failure of the key
 		return Principal{}, err
 	case err != nil:
-		v.limiter.fail(rec.ID, src, v.opts.Now())
+		settle(true)
 		return Principal{}, v.refuse(source, err)
 	case !ok:
-		v.limiter.fail(rec.ID, src, v.opts.Now())
+		settle(true)
 		return Principal{}, v.refuse(source, fmt.Errorf("%w: wrong secret for key %s", ErrUnauthenticated, rec.ID))
 	}
-	v.limiter.release(rec.ID, src, v.opts.Now())
+	settle(false)
 	v.remember(ck, cacheEntry{id: rec.ID, hash: string(rec.Hash.Key), expires: now.Add(v.opts.CacheTTL)}, now)
 	return principalOf(rec), nil
 }

@@ -68,7 +68,7 @@ func TestVerifyRefusals(t *testing.T) {
 	c := newClock()
 	dir := t.TempDir()
 	s := openStore(t, dir, c)
-	v := newVerifier(t, s, c, VerifierOptions{FailureBurst: 1000})
+	v := newVerifier(t, s, c, VerifierOptions{ProbeBurst: 1000})
 	other := newTestToken(t).Key().Reveal() // a well-formed key with an id nobody has
 	expiring, err := s.Create(ctx, CreateRequest{Name: "temp", Binding: readOnly, Expires: c.Now().Add(time.Hour)})
 	if err != nil {
@@ -171,12 +171,12 @@ func TestFailuresAreRateLimitedPerSource(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
 	s := openStore(t, t.TempDir(), c)
-	v := newVerifier(t, s, c, VerifierOptions{FailureRate: 1, FailureBurst: 3})
+	v := newVerifier(t, s, c, VerifierOptions{FailureRate: 1, FailureBurst: 3, KeyFailureBurst: 1000})
 	good := mustCreate(t, s, "alice", readOnly).Key.Reveal()
 	if _, err := v.Verify(ctx, good, "attacker"); err != nil { // cached now
 		t.Fatal(err)
 	}
-	bad := newTestToken(t).Key().Reveal()
+	bad := wrongSecret(mustCreate(t, s, "bob", readOnly).Key.Reveal())
 	for i := range 3 {
 		if _, err := v.Verify(ctx, bad, "attacker"); !errors.Is(err, ErrUnauthenticated) {
 			t.Fatalf("failure %d: %v", i, err)
@@ -195,8 +195,8 @@ func TestFailuresAreRateLimitedPerSource(t *testing.T) {
 	if _, err := v.Verify(ctx, bad, "attacker"); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("after a second the source may try again: %v", err)
 	}
-	if st := v.Stats(); st.RateLimited != 1 {
-		t.Errorf("stats %+v", st)
+	if st := v.Stats(); st.RateLimited != 1 || st.Hashes != 1+3+1+1 {
+		t.Errorf("stats %+v: want 1 limited, 6 hashes (none for the limited attempt)", st)
 	}
 }
 
