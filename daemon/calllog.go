@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/tools"
 )
 
@@ -55,7 +56,7 @@ func outcomeAttrs(o tools.AuditOutcome) []any {
 // level: refusals and failures stand out; the rest is information.
 func outcomeLevel(o tools.AuditOutcome) slog.Level {
 	switch o.Outcome {
-	case tools.OutcomeOK, tools.OutcomeDryRun, tools.OutcomeConfirm, tools.OutcomeTaskRunning:
+	case journal.OutcomeOK, journal.OutcomeDryRun, journal.OutcomeConfirm, journal.OutcomeTaskRunning:
 		return slog.LevelInfo
 	default:
 		return slog.LevelWarn

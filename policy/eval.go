@@ -96,7 +96,7 @@ func applyGuard(d Decision, in *Input) Decision {
 func (c *Compiled) Visible(ctx context.Context, ep *schema.Endpoint, p Principal) (bool, error) {
 	for _, risk := range callRisks(ep) {
 		in := Input{Principal: p, Tool: ep.Tool, Method: ep.Method, Path: ep.Path, Risk: risk,
-			Endpoint: EndpointFacts{Risk: ep.Risk, ExposeCredentials: ep.ExposeCredentials, Download: ep.DownloadAllowed},
+			Endpoint: FactsOf(ep),
 			Guard:    Guard{Evaluated: true}}
 		full, err := in.Value()
 		if err != nil {

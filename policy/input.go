@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,18 +100,32 @@ func (t *TailnetIdentity) value() (ast.Value, error) {
 	), nil
 }
 
-// EndpointFacts are facts of the endpoint from the schema.
+// EndpointFacts are facts of the endpoint from the schema (schema.Facts).
 type EndpointFacts struct {
 	Risk              schema.Risk // the highest class any call can have
 	ExposeCredentials bool
 	Download          bool
+	// ReturnsSecrets: the answer can carry a secret, a ticket or a
+	// console (PVE's expose_credentials, or an endpoint known to).
+	ReturnsSecrets bool
+	// ReachesOutside: PVE fetches from outside the cluster for the call.
+	ReachesOutside bool
+	// ConfigEdit: the call edits a configuration PVE guards with a digest.
+	ConfigEdit bool
+}
+
+// FactsOf are the facts of ep the input carries.
+func FactsOf(ep *schema.Endpoint) EndpointFacts {
+	return EndpointFacts{Risk: ep.Risk, ExposeCredentials: ep.ExposeCredentials, Download: ep.DownloadAllowed,
+		ReturnsSecrets: ep.Facts.ReturnsSecrets, ReachesOutside: ep.Facts.ReachesOutside, ConfigEdit: ep.Facts.ConfigEdit}
 }
 
 // Targets are the objects a call names: path variables and parameters,
-// including storages inside volume ids and disk property strings. Each list
-// is sorted and free of duplicates. A call that acts on objects it does not
-// name (vzdump all=1) has empty lists: a policy that restricts a target
-// must also require the list to be non-empty.
+// the storages inside volume ids and disk property strings, and the guests
+// that own the volumes named. Each list is sorted and free of duplicates.
+// A call that acts on objects it does not name (vzdump all=1) has empty
+// lists: a policy that restricts a target must also require the list to
+// be non-empty.
 type Targets struct {
 	Nodes    []string
 	VMIDs    []int
@@ -133,61 +146,52 @@ type Guard struct {
 
 // GuardHit is one way a call touches the protected repository.
 type GuardHit struct {
-	Kind  string `json:"kind"`  // path, volume, device, storage
+	Kind  string `json:"kind"`  // path, volume, device, storage, guest, unresolved, …
 	Value string `json:"value"` // what was found, e.g. /mnt/model-repo
 	Param string `json:"param"` // the parameter or target it was found in
 }
 
-// BuildInput assembles the input of a call to ep with the given path
-// variables (from Registry.Match) and validated arguments.
-func BuildInput(ep *schema.Endpoint, concrete string, vars map[string]string, args map[string]any, p Principal, guard Guard, now time.Time) Input {
+// BuildInput assembles the input of a call to ep. concrete is the
+// canonical path (the template with each variable filled in, as the call
+// plan writes it) and values the call's parameters as validated
+// (schema.Validated.Values: typed by the schema, path variables included);
+// vars are the path variables, for calls whose values omit them.
+func BuildInput(ep *schema.Endpoint, concrete string, vars map[string]string, values map[string]any, p Principal, guard Guard, now time.Time) Input {
 	return Input{
 		Principal:    p,
 		Tool:         ep.Tool,
 		Method:       ep.Method,
 		Path:         ep.Path,
 		ConcretePath: concrete,
-		Params:       args,
-		Risk:         ep.CallRisk(args),
-		Endpoint:     EndpointFacts{Risk: ep.Risk, ExposeCredentials: ep.ExposeCredentials, Download: ep.DownloadAllowed},
-		Targets:      TargetsOf(ep, vars, args),
+		Params:       values,
+		Risk:         ep.CallRisk(values),
+		Endpoint:     FactsOf(ep),
+		Targets:      TargetsOf(ep, vars, values),
 		Guard:        guard,
 		Time:         now,
 	}
 }
 
-// TargetsOf extracts the targets of a call: path variables and parameters
-// of these names, and the storages of volume ids.
-func TargetsOf(ep *schema.Endpoint, vars map[string]string, args map[string]any) Targets {
-	var (
-		nodeParams    = [...]string{"node", "target", "target-node"}
-		vmidParams    = [...]string{"vmid", "newid", "target-vmid"}
-		storageParams = [...]string{"storage", "target-storage", "targetstorage"}
-		poolParams    = [...]string{"pool", "poolid"}
-		pathParams    = [...]string{"path", "file", "filename", "dir"}
-		serviceParams = [...]string{"service"}
-		commandParams = [...]string{"command", "cmd"}
-	)
+// TargetsOf extracts the targets of a call from the parameters the schema
+// says name them (schema.Facts.Targets): nodes, guests, storages, pools,
+// host paths, services and commands, and from each volume id (a parameter,
+// the {volume} path variable, the volume of a disk or mount point) its
+// storage and the guests it belongs to (vm-900-disk-0 names guest 900). A
+// disk or mount point that is a host path (/dev/sdb, /mnt/data) is a path
+// target.
+func TargetsOf(ep *schema.Endpoint, vars map[string]string, values map[string]any) Targets {
 	var t Targets
-	get := func(name string) (any, bool) {
-		if v, ok := vars[name]; ok {
-			return v, true
+	add := func(name string, v any) {
+		kind, ok := ep.TargetKind(name)
+		if !ok {
+			return
 		}
-		v, ok := args[name]
-		return v, ok && v != nil
-	}
-	for _, n := range nodeParams {
-		if v, ok := get(n); ok && (n != "target" || isNodeParam(ep, n)) {
+		switch kind {
+		case schema.TargetNode:
 			t.Nodes = appendStrings(t.Nodes, v)
-		}
-	}
-	for _, n := range vmidParams {
-		if v, ok := get(n); ok {
+		case schema.TargetVMID:
 			t.VMIDs = appendVMIDs(t.VMIDs, v)
-		}
-	}
-	for _, n := range storageParams {
-		if v, ok := get(n); ok {
+		case schema.TargetStorage:
 			for _, s := range strs(v) {
 				// targetstorage is a map "src:dst,src2:dst2" or one id.
 				for item := range strings.SplitSeq(s, ",") {
@@ -199,49 +203,35 @@ func TargetsOf(ep *schema.Endpoint, vars map[string]string, args map[string]any)
 					}
 				}
 			}
-		}
-	}
-	for _, n := range poolParams {
-		if v, ok := get(n); ok {
+		case schema.TargetPool:
 			t.Pools = appendStrings(t.Pools, v)
-		}
-	}
-	for _, n := range pathParams {
-		if v, ok := get(n); ok {
+		case schema.TargetPath:
 			t.Paths = appendStrings(t.Paths, v)
-		}
-	}
-	for _, n := range serviceParams {
-		if v, ok := get(n); ok {
+		case schema.TargetService:
 			t.Services = appendStrings(t.Services, v)
-		}
-	}
-	for _, n := range commandParams {
-		if v, ok := get(n); ok {
+		case schema.TargetCommand:
 			t.Commands = append(t.Commands, strings.Join(strs(v), " "))
-		}
-	}
-	// Volume ids name their storage: path variables ({volume}) and
-	// parameters whose format is a volume id or a disk property string.
-	if v, ok := vars["volume"]; ok {
-		t.Storages = appendVolumeStorage(t.Storages, v)
-	}
-	for name, v := range args {
-		p := paramOf(ep, name)
-		if p == nil {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(p.Format, "pve-volume-id"):
+		case schema.TargetVolume:
 			for _, s := range strs(v) {
-				t.Storages = appendVolumeStorage(t.Storages, s)
+				t.addVolume(s)
 			}
-		case p.Properties != nil:
+		case schema.TargetDisk:
+			p := ep.ParamFor(name)
 			for _, s := range strs(v) {
-				if vol := volumeOfPropertyString(p, s); vol != "" {
-					t.Storages = appendVolumeStorage(t.Storages, vol)
+				for _, vol := range schema.VolumesOfDisk(p, s) {
+					t.addVolume(vol)
 				}
 			}
+		}
+	}
+	for name, v := range values {
+		if v != nil {
+			add(name, v)
+		}
+	}
+	for name, v := range vars {
+		if _, given := values[name]; !given {
+			add(name, v)
 		}
 	}
 	t.Nodes = sortUniq(t.Nodes)
@@ -255,62 +245,28 @@ func TargetsOf(ep *schema.Endpoint, vars map[string]string, args map[string]any)
 	return t
 }
 
-// isNodeParam reports whether a parameter named target is a node (migrate)
-// rather than something else (a storage of move_volume, a path).
-func isNodeParam(ep *schema.Endpoint, name string) bool {
-	p := ep.Param(name)
-	return p != nil && p.Format == "pve-node"
-}
-
-// paramOf finds the schema of an argument, numbered keys included (net0 →
-// net[n]).
-func paramOf(ep *schema.Endpoint, name string) *schema.Param {
-	if p := ep.Param(name); p != nil {
-		return p
+// addVolume adds what a volume id names: its storage and owning guests.
+// An absolute path (a device, a bind mount) is a path target; anything
+// else that is not a volume id (none, cdrom) names nothing.
+func (t *Targets) addVolume(vol string) {
+	if vol == "" {
+		return
 	}
-	prefix := strings.TrimRightFunc(name, func(r rune) bool { return '0' <= r && r <= '9' })
-	if prefix == name || prefix == "" {
-		return nil
+	if strings.HasPrefix(vol, "/") {
+		t.Paths = append(t.Paths, vol)
+		return
 	}
-	return ep.Param(prefix + "[n]")
-}
-
-// volumeOfPropertyString returns the volume of a disk or mount point
-// property string: the value of its default key (a bare first item) or of
-// a sub-key named file or volume.
-func volumeOfPropertyString(p *schema.Param, s string) string {
-	var def string
-	for _, k := range p.Properties.Keys {
-		if k.DefaultKey {
-			def = k.Name
+	id, err := schema.ParseVolumeID(vol)
+	if err != nil {
+		// Not a volume id PVE would parse; its storage is still the part
+		// before the colon, as PVE's parse_volume_id reads it.
+		if st, _, ok := strings.Cut(vol, ":"); ok && st != "" {
+			t.Storages = append(t.Storages, st)
 		}
+		return
 	}
-	if def != "file" && def != "volume" && p.Properties.Key("file") == nil && p.Properties.Key("volume") == nil {
-		return ""
-	}
-	for i, item := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(item, "=")
-		switch {
-		case !ok && i == 0 && (def == "file" || def == "volume"):
-			return item
-		case ok && (k == "file" || k == "volume"):
-			return v
-		}
-	}
-	return ""
-}
-
-// appendVolumeStorage adds the storage of a volume id storage:volume; an
-// absolute path or a device has none.
-func appendVolumeStorage(out []string, vol string) []string {
-	if dec, err := url.PathUnescape(vol); err == nil {
-		vol = dec
-	}
-	st, _, ok := strings.Cut(vol, ":")
-	if !ok || st == "" || strings.HasPrefix(vol, "/") {
-		return out
-	}
-	return append(out, st)
+	t.Storages = append(t.Storages, id.Storage)
+	t.VMIDs = append(t.VMIDs, id.VMIDs()...)
 }
 
 func appendStrings(out []string, v any) []string {
@@ -446,6 +402,9 @@ func (in *Input) Value() (ast.Value, error) {
 		strItem("risk", in.Endpoint.Risk.String()),
 		boolItem("expose_credentials", in.Endpoint.ExposeCredentials),
 		boolItem("download", in.Endpoint.Download),
+		boolItem("returns_secrets", in.Endpoint.ReturnsSecrets),
+		boolItem("reaches_outside", in.Endpoint.ReachesOutside),
+		boolItem("config_edit", in.Endpoint.ConfigEdit),
 	)
 	return ast.NewObject(
 		item("principal", principal),
@@ -482,6 +441,7 @@ func inputKeys() []string {
 	return []string{
 		"principal", "key_id", "name", "profile", "policy", "transport", "source", "tailnet", "user", "node", "tags", "capabilities",
 		"tool", "method", "path", "concrete_path", "params", "risk", "endpoint", "expose_credentials", "download",
+		"returns_secrets", "reaches_outside", "config_edit",
 		"targets", "nodes", "vmids", "storages", "pools", "paths", "services", "commands",
 		"guard", "evaluated", "hits", "kind", "value", "param",
 		"time", "rfc3339", "unix", "weekday", "hour", "minute", "zone", "utc_offset_seconds",

@@ -23,8 +23,19 @@ func TestTargetsOf(t *testing.T) {
 			Targets{Nodes: []string{"pve1"}, VMIDs: []int{100, 101}, Storages: []string{"backup"}}},
 		{"POST", "/nodes/pve1/vzdump", map[string]any{"all": true},
 			Targets{Nodes: []string{"pve1"}}},
+		// A volume names its storage and the guest it belongs to.
 		{"DELETE", "/nodes/pve1/storage/local/content/local%3A100%2Fvm-100-disk-0.qcow2", nil,
-			Targets{Nodes: []string{"pve1"}, Storages: []string{"local"}}},
+			Targets{Nodes: []string{"pve1"}, VMIDs: []int{100}, Storages: []string{"local"}}},
+		// Regression: a disk of VM 900 attached to VM 150 named only 150.
+		{"PUT", "/nodes/pve1/qemu/150/config", map[string]any{"scsi1": "local-lvm:vm-900-disk-0,size=8G", "virtio0": "/dev/sdb", "ide2": "none,media=cdrom"},
+			Targets{Nodes: []string{"pve1"}, VMIDs: []int{150, 900}, Storages: []string{"local-lvm"}, Paths: []string{"/dev/sdb"}}},
+		// Regression: a new disk importing another guest's disk named
+		// only the new guest.
+		{"POST", "/nodes/pve1/qemu", map[string]any{"vmid": 150, "scsi0": "local-lvm:0,import-from=local-lvm:vm-900-disk-0"},
+			Targets{Nodes: []string{"pve1"}, VMIDs: []int{150, 900}, Storages: []string{"local-lvm"}}},
+		// A linked clone names its base's guest too.
+		{"POST", "/nodes/pve1/lxc", map[string]any{"vmid": 201, "rootfs": "local-zfs:base-200-disk-0/subvol-201-disk-0,size=8G", "ostemplate": "local:vztmpl/debian.tar.zst"},
+			Targets{Nodes: []string{"pve1"}, VMIDs: []int{200, 201}, Storages: []string{"local", "local-zfs"}}},
 		{"POST", "/nodes/pve1/lxc/200/move_volume", map[string]any{"volume": "rootfs", "storage": "local-zfs"},
 			Targets{Nodes: []string{"pve1"}, VMIDs: []int{200}, Storages: []string{"local-zfs"}}},
 		{"POST", "/nodes/pve1/qemu/100/agent/exec", map[string]any{"command": []any{"ls", "-l"}},
@@ -76,7 +87,7 @@ func TestInputValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"concrete_path": "/nodes/pve1/qemu/100/status/stop", "endpoint": {"download": false, "expose_credentials": false, "risk": "destructive"}, "guard": {"evaluated": true, "hits": []}, "method": "POST", "params": {"timeout": 30}, "path": "/nodes/{node}/qemu/{vmid}/status/stop", "principal": {"key_id": "abcdefghijklmnop", "name": "alice", "policy": "", "profile": "operator", "source": "100.64.0.7", "tailnet": {"capabilities": {"example.com/cap/proxmox-mcp": [{"role": "operator", "vmids": [100, 101]}]}, "node": "laptop", "tags": ["tag:admins"], "user": "alice@example.com"}, "transport": "tailnet"}, "risk": "destructive", "targets": {"commands": [], "nodes": ["pve1"], "paths": [], "pools": [], "services": [], "storages": [], "vmids": [100]}, "time": {"hour": 17, "minute": 30, "rfc3339": "2026-03-13T17:30:00+01:00", "unix": 1773419400, "utc_offset_seconds": 3600, "weekday": "Friday", "zone": "CET"}, "tool": "post_nodes_qemu_status_stop"}`
+	want := `{"concrete_path": "/nodes/pve1/qemu/100/status/stop", "endpoint": {"config_edit": false, "download": false, "expose_credentials": false, "reaches_outside": false, "returns_secrets": false, "risk": "destructive"}, "guard": {"evaluated": true, "hits": []}, "method": "POST", "params": {"timeout": 30}, "path": "/nodes/{node}/qemu/{vmid}/status/stop", "principal": {"key_id": "abcdefghijklmnop", "name": "alice", "policy": "", "profile": "operator", "source": "100.64.0.7", "tailnet": {"capabilities": {"example.com/cap/proxmox-mcp": [{"role": "operator", "vmids": [100, 101]}]}, "node": "laptop", "tags": ["tag:admins"], "user": "alice@example.com"}, "transport": "tailnet"}, "risk": "destructive", "targets": {"commands": [], "nodes": ["pve1"], "paths": [], "pools": [], "services": [], "storages": [], "vmids": [100]}, "time": {"hour": 17, "minute": 30, "rfc3339": "2026-03-13T17:30:00+01:00", "unix": 1773419400, "utc_offset_seconds": 3600, "weekday": "Friday", "zone": "CET"}, "tool": "post_nodes_qemu_status_stop"}`
 	if got := v.String(); got != want {
 		t.Errorf("input =\n%s\nwant\n%s", got, want)
 	}

@@ -95,6 +95,8 @@ var targetNames = map[string]TargetKind{
 	"path": TargetPath, "file": TargetPath, "filename": TargetPath, "dir": TargetPath,
 	"service": TargetService,
 	"command": TargetCommand, "cmd": TargetCommand,
+	// A template or backup to create a guest from: a volume id (or a path).
+	"ostemplate": TargetVolume, "archive": TargetVolume,
 }
 
 // reachesOutside are the endpoints (by their last path segment) for which
@@ -219,27 +221,29 @@ func holdsVolume(p *Param) bool {
 	return p.Properties.Key("file") != nil || p.Properties.Key("volume") != nil
 }
 
-// VolumeOfDisk returns the volume or path of a disk or mount point property
-// string (scsi0, mp0, rootfs): the value of its default key (a bare first
-// item) or of its file or volume key; "" when it names none.
-func VolumeOfDisk(p *Param, s string) string {
+// VolumesOfDisk returns the volumes or paths a disk or mount point
+// property string (scsi0, mp0, rootfs) names: the value of its default key
+// (a bare first item) or of its file or volume key, and the source of an
+// import (import-from), which a new disk copies.
+func VolumesOfDisk(p *Param, s string) []string {
 	if p == nil || p.Properties == nil {
-		return ""
+		return nil
 	}
 	def := ""
 	if d := p.Properties.defaultKey; d != nil {
 		def = d.Name
 	}
+	var out []string
 	for i, item := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(item, "=")
 		switch {
 		case !ok && i == 0 && (def == "file" || def == "volume"):
-			return item
-		case ok && (k == "file" || k == "volume"):
-			return v
+			out = append(out, item)
+		case ok && (k == "file" || k == "volume" || k == "import-from"):
+			out = append(out, v)
 		}
 	}
-	return ""
+	return out
 }
 
 // ParamFor finds the schema of an argument by its wire name, numbered keys

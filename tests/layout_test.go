@@ -83,17 +83,20 @@ func TestPurePackagesImportNoNetworkCode(t *testing.T) {
 	}
 }
 
-// Dependencies point one way: cmd → daemon → {tools, transport, journal,
-// breakglass} → {policy, keys, pve} → schema → leaf packages. schema is the
-// floor of its group: the simulator and the policies are built on it.
+// Dependencies point one way: cmd → daemon → {tools, transport,
+// breakglass, installer} → plan → {policy, keys, pve, journal} → schema →
+// leaf packages. schema is the floor of its group: the simulator and the
+// policies are built on it; plan, the one call plan, sits under everything
+// that builds a call.
 func TestDependencyDirection(t *testing.T) {
 	layer := map[string]int{
 		"atomicfile": 0,
 		"schema":     1, "config": 1,
-		"policy": 2, "keys": 2, "pve": 2, "pki": 2, "systemd": 2,
-		"tools": 3, "transport": 3, "journal": 3, "breakglass": 3, "installer": 3,
-		"daemon": 4,
-		"cmd":    5,
+		"policy": 2, "keys": 2, "pve": 2, "pki": 2, "systemd": 2, "journal": 2,
+		"plan":  3,
+		"tools": 4, "transport": 4, "breakglass": 4, "installer": 4,
+		"daemon": 5,
+		"cmd":    6,
 	}
 	layerOf := func(path string) (int, bool) {
 		rel := strings.TrimPrefix(path, module+"/")

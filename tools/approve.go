@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/plan"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
-	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
 // ToolApprove approves a call whose policy requires another principal's
@@ -23,11 +23,7 @@ const maxPending = 1000
 // pendingCall is a call waiting for another principal's approval.
 type pendingCall struct {
 	requester Caller
-	ep        *schema.Endpoint
-	path      string // concrete
-	vars      map[string]string
-	args      map[string]any
-	wire      url.Values
+	plan      *plan.Plan // the requester's
 	expiry    time.Time
 	// approvedBy is the approver's key id and name, once approved.
 	approvedBy, approverName string
@@ -36,7 +32,7 @@ type pendingCall struct {
 // hold issues a token for a call another principal must approve and keeps
 // the call for the approver to see.
 func (cf *confirmations) hold(p *pendingCall) (string, error) {
-	token, expiry := cf.issue(p.requester, p.ep, p.wire)
+	token, expiry := cf.issue(p.requester, p.plan.Endpoint, p.plan.Checked.Wire)
 	p.expiry = expiry
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
@@ -114,61 +110,66 @@ func approveTool() mcp.Tool {
 
 // handleApprove is proxmox_approve.
 func (s *Server) handleApprove(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
-	if bad := onlyKeys(a, "token", "approve"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "token", "approve"); err != nil {
+		return nil, err
 	}
-	token, bad := optString(a, "token")
-	if bad != nil {
-		return bad, nil
+	token, err := optString(a, "token")
+	if err != nil {
+		return nil, err
 	}
 	if token == "" {
-		return argError("token", "is required"), nil
+		return nil, argError("token", "is required")
 	}
-	approve, bad := optBool(a, "approve")
-	if bad != nil {
-		return bad, nil
-	}
-	start := s.opts.Now()
-	p, err := s.confirm.lookup(token)
+	approve, err := optBool(a, "approve")
 	if err != nil {
-		return argError("token", err.Error()), nil
+		return nil, err
 	}
-	audit := AuditCall{Time: start, Principal: c.Principal, Tool: req.Params.Name, Endpoint: p.ep.Tool, Method: p.ep.Method,
-		Path: p.ep.Path, ConcretePath: p.path, Args: p.args, Risk: p.ep.CallRisk(p.args)}
+	pc, err := s.confirm.lookup(token)
+	if err != nil {
+		return nil, argError("token", err.Error())
+	}
+	rp := pc.plan
 	content := map[string]any{
-		"method": p.ep.Method, "path": p.path, "tool": p.ep.Tool, "risk": audit.Risk.String(), "params": flatten(p.wire),
-		"requested_by": map[string]any{"key_id": p.requester.Principal.KeyID, "name": p.requester.Principal.Name},
-		"expires_at":   p.expiry.UTC().Format(time.RFC3339), "approved": p.approvedBy != "",
+		"method": rp.Endpoint.Method, "path": rp.Path, "tool": rp.Endpoint.Tool, "risk": rp.Risk.String(), "params": flatten(rp.Checked.Wire),
+		"requested_by": map[string]any{"key_id": pc.requester.Principal.KeyID, "name": pc.requester.Principal.Name},
+		"expires_at":   pc.expiry.UTC().Format(time.RFC3339), "approved": pc.approvedBy != "",
 	}
-	what := fmt.Sprintf("%s %s (%s), asked by key %q", p.ep.Method, p.path, audit.Risk, p.requester.Principal.Name)
+	what := fmt.Sprintf("%s %s (%s), asked by key %q", rp.Endpoint.Method, rp.Path, rp.Risk, pc.requester.Principal.Name)
 	if !approve {
 		return structured("Waiting for approval: "+what+". To approve it: "+s.approveHint()+".", content), nil
 	}
-	if c.Principal.KeyID == p.requester.Principal.KeyID {
-		return s.refuse(ctx, audit, OutcomeDenied, start, "Refused: the key that asked cannot approve its own call; a different principal must."), nil
+	// The approver's own plan of the same call: its policy decides, on
+	// the same endpoint and arguments, with the switches as they are now.
+	creq := callRequest{tool: req.Params.Name, endpoint: rp.Endpoint, args: rp.Args}
+	if c.Principal.KeyID == pc.requester.Principal.KeyID {
+		audit := auditOf(c, rp, creq)
+		audit.Time, audit.Decision = s.opts.Now(), policy.Decision{}
+		return s.refuse(ctx, audit, journal.OutcomeDenied, "Refused: the key that asked cannot approve its own call; a different principal must."), nil
 	}
-	if why := s.switchRefusal(p.ep.Method); why != "" {
-		return s.refuse(ctx, audit, OutcomeDenied, start, "Refused: "+why+"."), nil
+	p, err := s.planner.Build(ctx, c.planCaller(), plan.Request{Tool: creq.tool, Endpoint: rp.Endpoint, Args: rp.Args})
+	if err != nil {
+		var r *plan.Refusal
+		if errors.As(err, &r) {
+			return s.refuse(ctx, auditOf(c, r.Plan, creq), r.Outcome, s.refusalText(r, creq)), nil
+		}
+		return nil, err
 	}
-	guard := s.opts.Guard.Check(ctx, p.ep, p.vars, p.args)
-	in := policy.BuildInput(p.ep, p.path, p.vars, p.args, c.Principal, guard, start)
-	d := s.opts.Policy.Decide(ctx, c.Binding, &in)
-	audit.Decision = d
-	if d.Effect != policy.Allow && d.Effect != policy.Confirm {
-		return s.refuse(ctx, audit, OutcomeDenied, start, "Refused: your own policy does not allow this call, so you cannot approve it.\n"+reasonsText(d)), nil
+	audit := auditOf(c, p, creq)
+	if d := p.Decision; d.Effect != policy.Allow && d.Effect != policy.Confirm {
+		return s.refuse(ctx, audit, journal.OutcomeDenied, "Refused: your own policy does not allow this call, so you cannot approve it.\n"+reasonsText(d)), nil
 	}
 	if err := s.confirm.approve(token, c); err != nil {
-		return s.refuse(ctx, audit, OutcomeError, start, "Not approved: "+err.Error()+"."), nil
+		return s.refuse(ctx, audit, journal.OutcomeError, "Not approved: "+err.Error()+"."), nil
 	}
-	if err := s.audit.Record(journalContext(ctx), audit, AuditOutcome{Outcome: OutcomeOK, Duration: s.opts.Now().Sub(start)}); err != nil {
+	if err := s.audit.Record(journalContext(ctx), audit, AuditOutcome{Outcome: journal.OutcomeOK, Duration: s.opts.Now().Sub(audit.Time)}); err != nil {
 		return errorResult("the journal refused the record of the approval: " + err.Error()), nil
 	}
 	content["approved"] = true

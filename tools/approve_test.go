@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"strings"
 	"testing"
 )
@@ -64,7 +65,7 @@ func TestApprovalByAnotherPrincipal(t *testing.T) {
 	// The approval is journalled under the approver.
 	found := false
 	for _, r := range h.audit.records {
-		if r.call.Tool == ToolApprove && r.out.Outcome == OutcomeOK && r.call.Principal.Name == "operator-key" && r.call.ConcretePath == "/nodes/pve1/qemu/101/status/start" {
+		if r.call.Tool == ToolApprove && r.out.Outcome == journal.OutcomeOK && r.call.Principal.Name == "operator-key" && r.call.ConcretePath == "/nodes/pve1/qemu/101/status/start" {
 			found = true
 		}
 	}

@@ -2,11 +2,14 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
 )
 
 // Every tool call is journalled. The calls that reach an endpoint write
@@ -45,43 +48,39 @@ func (a markingAuditor) Record(ctx context.Context, c AuditCall, o AuditOutcome)
 	return a.next.Record(ctx, c, o)
 }
 
-// journalEveryCall writes the row of a call whose handler wrote none.
+// journalEveryCall writes the row of a call whose handler wrote none, and
+// turns the refusals handlers return as errors (toolError: a bad argument
+// of our own tools, a caller no longer accepted) into tool results the
+// model can read, journalled with their outcome.
 func (s *Server) journalEveryCall(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		m := &auditMark{}
 		ctx = context.WithValue(ctx, auditMarkKey{}, m)
 		start := s.opts.Now()
 		res, err := next(ctx, req)
+		out := AuditOutcome{Outcome: journal.OutcomeOK}
+		var te *toolError
+		switch {
+		case errors.As(err, &te):
+			res, err = errorResult(te.text), nil
+			out.Outcome, out.Error = te.outcome, te.text
+		case err != nil:
+			out.Outcome, out.Error = journal.OutcomeError, err.Error()
+		case res != nil && res.IsError:
+			out.Outcome, out.Error = journal.OutcomeError, text(res)
+		}
 		c, ok := CallerFrom(ctx)
 		if m.done.Load() || !ok {
 			return res, err // written, or no caller: nothing was done
 		}
 		args, _ := argsOf(req)
-		out := AuditOutcome{Outcome: OutcomeOK, Duration: s.opts.Now().Sub(start)}
-		switch {
-		case err != nil:
-			out.Outcome, out.Error = OutcomeError, err.Error()
-		case res != nil && res.IsError:
-			out.Outcome, out.Error = outcomeOfRefusal(text(res)), text(res)
-		}
+		out.Duration = s.opts.Now().Sub(start)
 		call := AuditCall{Time: start, Principal: c.Principal, Tool: req.Params.Name, Args: args}
 		if rerr := s.audit.Record(journalContext(ctx), call, out); rerr != nil {
 			return errorResult("the journal refused the record of this call, so its answer is withheld: " + rerr.Error()), nil
 		}
 		return res, err
 	}
-}
-
-// outcomeOfRefusal tells an argument error (invalid) and a refusal
-// (denied) from a failure.
-func outcomeOfRefusal(msg string) string {
-	switch {
-	case strings.HasPrefix(msg, "argument ") || strings.HasPrefix(msg, "arguments "):
-		return OutcomeInvalid
-	case strings.HasPrefix(msg, "Refused: ") || msg == "no authenticated caller":
-		return OutcomeDenied
-	}
-	return OutcomeError
 }
 
 // text is the text content of a result.

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/plan"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
@@ -18,130 +19,145 @@ import (
 
 // callRequest is one call of an endpoint, however the caller asked for it.
 type callRequest struct {
-	tool    string // the MCP tool used
-	method  string
-	path    string // concrete
-	args    map[string]any
-	shape   Shape
-	wait    time.Duration
-	confirm string
-	dryRun  bool
+	tool   string // the MCP tool used
+	method string
+	path   string // concrete, as the caller wrote it
+	// endpoint, when set, is the endpoint of an expanded-mode tool: its
+	// path variables are among args, and nothing is matched.
+	endpoint *schema.Endpoint
+	args     map[string]any
+	shape    Shape
+	wait     time.Duration
+	confirm  string
+	dryRun   bool
 	// progressToken, when the client asked for progress.
 	progressToken mcp.ProgressToken
 }
 
 // prepared is a call that passed every check before dispatch.
 type prepared struct {
-	ep       *schema.Endpoint
-	vars     map[string]string
-	wire     url.Values
-	audit    AuditCall
-	decision policy.Decision
-	dryRun   bool
+	plan   *plan.Plan
+	audit  AuditCall
+	dryRun bool
 }
 
-// prepare runs a call through the checks that come before PVE: match,
-// visibility, validation, switches, guard, policy and confirmation. On a
-// refusal it journals the call and returns the answer to give.
-func (s *Server) prepare(ctx context.Context, c Caller, req callRequest, start time.Time) (*prepared, *mcp.CallToolResult) {
-	reg := s.registry()
-	audit := AuditCall{Time: start, Principal: c.Principal, Tool: req.tool, Method: strings.ToUpper(req.method), ConcretePath: req.path, Args: req.args}
-	ep, vars, err := reg.Match(req.method, req.path)
+// planCaller is the caller as the call plan knows it.
+func (c Caller) planCaller() plan.Caller {
+	return plan.Caller{Principal: c.Principal, Binding: c.Binding, Tier: string(c.Tier)}
+}
+
+// prepare builds the call's plan (match, validation, switches, guard,
+// policy) and acts on the decision's effect up to dispatch: it asks for or
+// redeems a confirmation, turns a dry-run-only decision into a dry run,
+// and refuses denials and break-glass. On a refusal it journals the call
+// and returns the answer to give.
+func (s *Server) prepare(ctx context.Context, c Caller, req callRequest) (*prepared, *mcp.CallToolResult) {
+	p, err := s.planner.Build(ctx, c.planCaller(), plan.Request{Tool: req.tool, Method: req.method, Path: req.path, Endpoint: req.endpoint, Args: req.args})
 	if err != nil {
-		return nil, s.refuse(ctx, audit, OutcomeInvalid, start, noEndpointText(req.method, req.path, err))
-	}
-	audit.Endpoint, audit.Path, audit.Risk = ep.Tool, ep.Path, ep.Risk
-	visible, err := s.visible(ctx, c, false)
-	if err != nil {
-		return nil, s.refuse(ctx, audit, OutcomeError, start, "the policy could not be evaluated; nothing was sent: "+err.Error())
-	}
-	if visible[ep.Tool] == nil {
-		// A hidden endpoint does not exist for this caller.
-		return nil, s.refuse(ctx, audit, OutcomeInvalid, start, noEndpointText(req.method, req.path, schema.ErrNoEndpoint))
-	}
-	args := make(map[string]any, len(req.args)+len(vars))
-	for k, v := range req.args {
-		args[k] = v
-	}
-	for k, v := range vars {
-		if prev, ok := args[k]; ok && fmt.Sprint(prev) != v {
-			return nil, s.refuse(ctx, audit, OutcomeInvalid, start, fmt.Sprintf("parameter %s is %v in params but %q in the path; give it once", k, prev, v))
+		var r *plan.Refusal
+		if !errors.As(err, &r) {
+			r = &plan.Refusal{Outcome: journal.OutcomeError, Err: err, Plan: &plan.Plan{Time: s.opts.Now(), Tool: req.tool, Args: req.args}}
 		}
-		args[k] = v
+		return nil, s.refuse(ctx, auditOf(c, r.Plan, req), r.Outcome, s.refusalText(r, req))
 	}
-	audit.Args = args
-	wire, err := ep.Validate(args)
-	if err != nil {
-		return nil, s.refuse(ctx, audit, OutcomeInvalid, start, err.Error()+"\nNothing was sent. See "+s.describeHint(ep)+" for the parameters of "+ep.Method+" "+ep.Path+".")
-	}
-	audit.Risk = ep.CallRisk(args)
-	if why := s.switchRefusal(ep.Method); why != "" {
-		return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Refused: "+why+". Nothing was sent.")
-	}
-	guard := s.opts.Guard.Check(ctx, ep, vars, args)
-	in := policy.BuildInput(ep, req.path, vars, args, c.Principal, guard, start)
-	decision := s.opts.Policy.Decide(ctx, c.Binding, &in)
-	audit.Decision = decision
-	p := &prepared{ep: ep, vars: vars, wire: wire, audit: audit, decision: decision, dryRun: req.dryRun}
-	switch decision.Effect {
+	audit := auditOf(c, p, req)
+	pr := &prepared{plan: p, audit: audit, dryRun: req.dryRun}
+	d := p.Decision
+	switch d.Effect {
 	case policy.Allow:
 	case policy.Confirm:
 		if req.dryRun {
 			break // nothing will be sent: no confirmation is asked for or used up
 		}
 		if req.confirm == "" {
-			return nil, s.askConfirmation(ctx, audit, c, ep, vars, wire, decision, start)
+			return nil, s.askConfirmation(ctx, audit, c, p)
 		}
-		if err := s.confirm.redeem(req.confirm, c, ep, wire, approverOf(decision)); err != nil {
-			return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Confirmation refused: "+err.Error()+". Nothing was sent.")
+		if err := s.confirm.redeem(req.confirm, c, p.Endpoint, p.Checked.Wire, approverOf(d)); err != nil {
+			return nil, s.refuse(ctx, audit, journal.OutcomeDenied, "Confirmation refused: "+err.Error()+". Nothing was sent.")
 		}
 	case policy.DryRun:
-		p.dryRun = true
+		pr.dryRun = true
 	case policy.Breakglass:
-		return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Refused: this call touches the protected repository, which no call through this tool may change; "+
-			"changes to it need the break-glass procedure on the host, run by an operator. Nothing was sent.\n"+reasonsText(decision))
+		return nil, s.refuseDecision(ctx, audit, c, p, "Refused: this call touches the protected repository, which no call through this tool may change; "+
+			"changes to it need the break-glass procedure on the host, run by an operator. Nothing was sent.")
 	default:
-		return nil, s.refuse(ctx, audit, OutcomeDenied, start, "Refused by policy "+decision.Policy+".\n"+reasonsText(decision)+"\nNothing was sent.")
+		return nil, s.refuseDecision(ctx, audit, c, p, "")
 	}
-	return p, nil
+	return pr, nil
+}
+
+// auditOf describes a call for the journal from its plan, or from as much
+// of it as was built before a refusal.
+func auditOf(c Caller, p *plan.Plan, req callRequest) AuditCall {
+	a := AuditCall{Time: p.Time, Principal: c.Principal, Tool: req.tool, Method: strings.ToUpper(req.method), ConcretePath: req.path,
+		Args: p.Args, Decision: p.Decision}
+	if a.Args == nil {
+		a.Args = req.args
+	}
+	if ep := p.Endpoint; ep != nil {
+		a.Endpoint, a.Method, a.Path, a.Risk = ep.Tool, ep.Method, ep.Path, ep.Risk
+		if p.Path != "" {
+			a.ConcretePath, a.Risk = p.Path, p.Risk
+		} else if req.endpoint != nil {
+			a.ConcretePath = ep.Path
+		}
+	}
+	return a
+}
+
+// refusalText words a refusal before the decision for the caller.
+func (s *Server) refusalText(r *plan.Refusal, req callRequest) string {
+	switch r.Stage {
+	case plan.StageMatch:
+		return noEndpointText(req.method, req.path, r.Err)
+	case plan.StageArgs:
+		return r.Err.Error() + ". Nothing was sent."
+	case plan.StageValidate:
+		ep := r.Plan.Endpoint
+		return r.Err.Error() + "\nNothing was sent. See " + s.describeHint(ep) + " for the parameters of " + ep.Method + " " + ep.Path + "."
+	case plan.StageSwitch:
+		return "Refused: " + r.Err.Error() + ". Nothing was sent."
+	}
+	return "The call could not be planned; nothing was sent: " + r.Err.Error()
 }
 
 // callEndpoint runs a call through every check, then PVE, then shapes the
 // answer.
 func (s *Server) callEndpoint(ctx context.Context, c Caller, req callRequest) *mcp.CallToolResult {
-	start := s.opts.Now()
-	p, refusal := s.prepare(ctx, c, req, start)
+	pr, refusal := s.prepare(ctx, c, req)
 	if refusal != nil {
 		return refusal
 	}
-	if p.dryRun {
-		out := AuditOutcome{Outcome: OutcomeDryRun, Duration: s.opts.Now().Sub(start)}
-		if err := s.audit.Record(journalContext(ctx), p.audit, out); err != nil {
+	p := pr.plan
+	if pr.dryRun {
+		out := AuditOutcome{Outcome: journal.OutcomeDryRun, Duration: s.opts.Now().Sub(p.Time)}
+		if err := s.audit.Record(journalContext(ctx), pr.audit, out); err != nil {
 			return errorResult("the journal refused the record; nothing was sent: " + err.Error())
 		}
-		return structured(fmt.Sprintf("Dry run: %s %s would be sent (%s); nothing was sent.", p.ep.Method, req.path, p.audit.Risk), map[string]any{
-			"dry_run": true, "method": p.ep.Method, "path": req.path, "template": p.ep.Path, "tool": p.ep.Tool,
-			"risk": p.audit.Risk.String(), "params": flatten(p.wire), "decision": p.decision,
+		return structured(fmt.Sprintf("Dry run: %s %s would be sent (%s); nothing was sent.", p.Endpoint.Method, p.Path, p.Risk), map[string]any{
+			"dry_run": true, "method": p.Endpoint.Method, "path": p.Path, "template": p.Endpoint.Path, "tool": p.Endpoint.Tool,
+			"risk": p.Risk.String(), "params": flatten(p.Checked.Wire), "decision": p.Decision,
 		})
 	}
-	return s.dispatch(ctx, c, req, p.ep, p.vars, p.wire, p.audit, p.decision, start)
+	return s.dispatch(ctx, c, req, pr)
 }
 
 // dispatch sends an allowed call. A write is journalled before it leaves,
 // carries the config digest it was planned against, and is never retried.
-func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *schema.Endpoint, vars map[string]string,
-	wire url.Values, audit AuditCall, decision policy.Decision, start time.Time) *mcp.CallToolResult {
+func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *prepared) *mcp.CallToolResult {
+	p, audit := pr.plan, pr.audit
+	ep := p.Endpoint
 	client, err := s.opts.PVE.Client(c.Tier)
 	if err != nil {
-		return s.refuse(ctx, audit, OutcomeError, start, "no PVE token for tier "+string(c.Tier)+": "+err.Error()+"; nothing was sent")
+		return s.refuse(ctx, audit, journal.OutcomeError, "no PVE token for tier "+string(c.Tier)+": "+err.Error()+"; nothing was sent")
 	}
-	path := concretePath(ep.Path, vars)
+	wire := p.Wire()
 	var callID string
 	if ep.Method != "GET" {
-		if isConfigEdit(ep) && wire.Get("digest") == "" {
-			digest, conf, err := s.currentConfig(ctx, client, path)
+		if ep.Facts.ConfigEdit && wire.Get("digest") == "" {
+			digest, conf, err := s.currentConfig(ctx, client, p.Path)
 			if err != nil {
-				return s.refuse(ctx, audit, OutcomeError, start, "could not read the current configuration to plan the edit: "+err.Error()+"; nothing was sent")
+				return s.refuse(ctx, audit, journal.OutcomeError, "could not read the current configuration to plan the edit: "+err.Error()+"; nothing was sent")
 			}
 			audit.PriorDigest, audit.PriorConfig = digest, conf
 			wire.Set("digest", digest)
@@ -161,14 +177,14 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *sc
 		// timeout still bounds it.
 		sendCtx = context.WithoutCancel(ctx)
 	}
-	resp, err := client.Do(sendCtx, ep.Method, path, wire)
-	out := AuditOutcome{Duration: s.opts.Now().Sub(start)}
+	resp, err := client.Do(sendCtx, ep.Method, p.Path, wire)
+	out := AuditOutcome{Duration: s.opts.Now().Sub(p.Time)}
 	if err != nil {
 		return s.callFailed(ctx, audit, callID, out, ep, err)
 	}
-	result := map[string]any{"method": ep.Method, "path": req.path, "tool": ep.Tool}
+	result := map[string]any{"method": ep.Method, "path": p.Path, "tool": ep.Tool}
 	var notes []string
-	for _, o := range decision.Obligations {
+	for _, o := range p.Decision.Obligations {
 		if o.Type == "notify" && o.Message != "" {
 			notes = append(notes, o.Message)
 		}
@@ -181,16 +197,16 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *sc
 	if upid, ok := data.(string); ok && pve.IsUPID(upid) {
 		out.UPID, out.JobID = upid, upid
 		result["upid"] = upid
-		summary = fmt.Sprintf("%s %s started task %s.", ep.Method, req.path, upid)
+		summary = fmt.Sprintf("%s %s started task %s.", ep.Method, p.Path, upid)
 		if req.wait > 0 {
 			task, werr := s.follow(ctx, client, upid, req.wait, req.progressToken)
 			result["task"] = task
-			summary = taskSummary(ep, req.path, task)
+			summary = taskSummary(ep, p.Path, task)
 			switch {
 			case werr != nil && errors.Is(werr, pve.ErrTaskFailed):
-				out.Outcome = OutcomeTaskFailed
+				out.Outcome = journal.OutcomeTaskFailed
 			case werr != nil:
-				out.Outcome = OutcomeTaskRunning
+				out.Outcome = journal.OutcomeTaskRunning
 				notes = append(notes, "The task was still running when the wait ended: "+werr.Error()+". Follow it with "+s.followHint(upid)+".")
 			}
 		} else {
@@ -198,11 +214,11 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *sc
 		}
 	}
 	if out.Outcome == "" {
-		out.Outcome = OutcomeOK
+		out.Outcome = journal.OutcomeOK
 	}
-	out.Duration = s.opts.Now().Sub(start)
+	out.Duration = s.opts.Now().Sub(p.Time)
 	if err := s.finishAudit(ctx, audit, callID, out); err != nil {
-		return errorResult(fmt.Sprintf("%s %s was done, but the journal refused its receipt: %v", ep.Method, req.path, err))
+		return errorResult(fmt.Sprintf("%s %s was done, but the journal refused its receipt: %v", ep.Method, p.Path, err))
 	}
 	if len(notes) > 0 {
 		result["notes"] = notes
@@ -212,10 +228,10 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, ep *sc
 		result[k] = v
 	}
 	if summary == "" {
-		summary = dataSummary(ep.Method, req.path, shaped)
+		summary = dataSummary(ep.Method, p.Path, shaped)
 	}
 	res := structured(summary, result)
-	res.IsError = out.Outcome == OutcomeTaskFailed
+	res.IsError = out.Outcome == journal.OutcomeTaskFailed
 	return res
 }
 
@@ -227,11 +243,11 @@ func (s *Server) callFailed(ctx context.Context, audit AuditCall, callID string,
 	var apiErr *pve.APIError
 	switch {
 	case errors.Is(err, pve.ErrOutcomeUnknown):
-		out.Outcome = OutcomeUncertain
+		out.Outcome = journal.OutcomeUncertain
 		text = fmt.Sprintf("Outcome unknown: %s %s was sent, then the answer was lost (%v). PVE may have done it. "+
 			"Check the state (and the task list of the node) before trying again; the call was not retried.", ep.Method, audit.ConcretePath, errors.Unwrap(err))
 	case errors.As(err, &apiErr):
-		out.Outcome, out.Status = OutcomeError, apiErr.Status
+		out.Outcome, out.Status = journal.OutcomeError, apiErr.Status
 		text = fmt.Sprintf("PVE refused %s %s: %d %s", ep.Method, audit.ConcretePath, apiErr.Status, apiErr.Message)
 		for k, v := range apiErr.Errors {
 			text += fmt.Sprintf("\n  %s: %s", k, v)
@@ -243,7 +259,7 @@ func (s *Server) callFailed(ctx context.Context, audit AuditCall, callID string,
 			text += "\nPVE's own permission check refused the call: the PVE token of your tier lacks the privilege."
 		}
 	default:
-		out.Outcome = OutcomeError
+		out.Outcome = journal.OutcomeError
 		text = fmt.Sprintf("%s %s failed before PVE answered: %v", ep.Method, audit.ConcretePath, err)
 	}
 	if aerr := s.finishAudit(ctx, audit, callID, out); aerr != nil {
@@ -268,8 +284,8 @@ func journalContext(ctx context.Context) context.Context {
 }
 
 // refuse journals a call that ends before PVE and answers with the reason.
-func (s *Server) refuse(ctx context.Context, audit AuditCall, outcome string, start time.Time, text string) *mcp.CallToolResult {
-	out := AuditOutcome{Outcome: outcome, Error: text, Duration: s.opts.Now().Sub(start)}
+func (s *Server) refuse(ctx context.Context, audit AuditCall, outcome journal.Outcome, text string) *mcp.CallToolResult {
+	out := AuditOutcome{Outcome: outcome, Error: text, Duration: s.opts.Now().Sub(audit.Time)}
 	if err := s.audit.Record(journalContext(ctx), audit, out); err != nil {
 		text += "\nThe journal also refused the record: " + err.Error()
 	}
@@ -277,7 +293,7 @@ func (s *Server) refuse(ctx context.Context, audit AuditCall, outcome string, st
 }
 
 func noEndpointText(method, path string, err error) string {
-	return fmt.Sprintf("No endpoint %s %s is available to your key (%v). Find one with %s; give a concrete path such as /nodes/pve1/qemu/100/config.",
+	return fmt.Sprintf("No endpoint serves %s %s (%v). Find one with %s; give a concrete path such as /nodes/pve1/qemu/100/config.",
 		strings.ToUpper(method), path, err, ToolSearch)
 }
 
@@ -297,28 +313,6 @@ func approverOf(d policy.Decision) string {
 	return "self"
 }
 
-// concretePath rebuilds the path from the template and the decoded
-// variables, escaping each (a volume ID's '/' becomes %2F).
-func concretePath(template string, vars map[string]string) string {
-	var b strings.Builder
-	for seg := range strings.SplitSeq(strings.TrimPrefix(template, "/"), "/") {
-		b.WriteByte('/')
-		if len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' {
-			b.WriteString(url.PathEscape(vars[seg[1:len(seg)-1]]))
-			continue
-		}
-		b.WriteString(seg)
-	}
-	return b.String()
-}
-
-// isConfigEdit reports whether an endpoint edits a guest configuration
-// that carries a digest.
-func isConfigEdit(ep *schema.Endpoint) bool {
-	return (ep.Method == "PUT" || ep.Method == "POST") && strings.HasSuffix(ep.Path, "/config") && ep.Param("digest") != nil &&
-		strings.Contains(ep.Path, "/{vmid}/")
-}
-
 // currentConfig reads the configuration an edit is planned against.
 func (s *Server) currentConfig(ctx context.Context, client *pve.Client, path string) (string, map[string]any, error) {
 	var conf map[string]any
@@ -330,18 +324,6 @@ func (s *Server) currentConfig(ctx context.Context, client *pve.Client, path str
 		return "", nil, errors.New("the configuration has no digest")
 	}
 	return digest, conf, nil
-}
-
-func flatten(v url.Values) map[string]any {
-	out := make(map[string]any, len(v))
-	for k, vals := range v {
-		if len(vals) == 1 {
-			out[k] = vals[0]
-		} else {
-			out[k] = vals
-		}
-	}
-	return out
 }
 
 // structured makes a result with structured content and the same JSON,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
@@ -54,22 +55,9 @@ type AuditCall struct {
 	PriorConfig map[string]any
 }
 
-// Outcomes of a call.
-const (
-	OutcomeOK          = "ok"
-	OutcomeError       = "error"       // PVE or the daemon refused; nothing changed
-	OutcomeDenied      = "denied"      // the policy or a switch refused
-	OutcomeUncertain   = "uncertain"   // a write was sent and its answer lost
-	OutcomeDryRun      = "dry_run"     // validated and decided, not sent
-	OutcomeConfirm     = "confirm"     // waiting for a confirmation
-	OutcomeInvalid     = "invalid"     // arguments refused before any decision
-	OutcomeTaskFailed  = "task_failed" // the call was accepted, its task failed
-	OutcomeTaskRunning = "task_running"
-)
-
 // AuditOutcome is how a call ended.
 type AuditOutcome struct {
-	Outcome  string
+	Outcome  journal.Outcome
 	Error    string
 	Status   int // PVE's HTTP status, when it answered
 	Duration time.Duration

@@ -47,17 +47,8 @@ func endpointHints(ep *schema.Endpoint) hints {
 		readOnly:    ep.Risk == schema.RiskRead,
 		destructive: ep.Risk == schema.RiskDestructive,
 		idempotent:  ep.Method != "POST",
-		openWorld:   reachesOutside(ep.Path),
+		openWorld:   ep.Facts.ReachesOutside,
 	}
-}
-
-func reachesOutside(path string) bool {
-	for _, s := range []string{"/download-url", "/oci-registry-pull", "/query-url-metadata", "/query-oci-repo-tags"} {
-		if strings.HasSuffix(path, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // catalog builds the tool set of the mode for a registry.
@@ -83,6 +74,17 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 		}
 	}
 	return list
+}
+
+// alwaysVisible are the tools every authenticated caller sees, whatever
+// its policy: the generic tools (they answer only about visible endpoints)
+// and the extra tools of Options.
+func (s *Server) alwaysVisible(name string) bool {
+	switch name {
+	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait:
+		return true
+	}
+	return s.extra[name]
 }
 
 // toolVisible decides whether a caller sees a tool: endpoint tools when

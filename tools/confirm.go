@@ -16,7 +16,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/plan"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
@@ -108,32 +109,33 @@ func (cf *confirmations) redeem(token string, c Caller, ep *schema.Endpoint, wir
 
 // askConfirmation answers a call the policy wants confirmed: nothing is
 // sent, and the answer carries a token bound to this exact call.
-func (s *Server) askConfirmation(ctx context.Context, audit AuditCall, c Caller, ep *schema.Endpoint, vars map[string]string, wire url.Values, d policy.Decision, start time.Time) *mcp.CallToolResult {
+func (s *Server) askConfirmation(ctx context.Context, audit AuditCall, c Caller, p *plan.Plan) *mcp.CallToolResult {
+	ep, d := p.Endpoint, p.Decision
 	approver := approverOf(d)
 	content := map[string]any{
-		"status": "confirmation_required", "method": ep.Method, "path": audit.ConcretePath, "tool": ep.Tool,
-		"risk": audit.Risk.String(), "params": flatten(wire), "reasons": d.Reasons, "approver": approver,
+		"status": "confirmation_required", "method": ep.Method, "path": p.Path, "tool": ep.Tool,
+		"risk": p.Risk.String(), "params": flatten(p.Checked.Wire), "reasons": d.Reasons, "approver": approver,
 	}
-	text := fmt.Sprintf("Confirmation required before %s %s (%s). Nothing was sent.\n%s", ep.Method, audit.ConcretePath, audit.Risk, reasonsText(d))
+	text := fmt.Sprintf("Confirmation required before %s %s (%s). Nothing was sent.\n%s", ep.Method, p.Path, p.Risk, reasonsText(d))
 	var token string
 	var expiry time.Time
 	if approver == "self" {
-		token, expiry = s.confirm.issue(c, ep, wire)
+		token, expiry = s.confirm.issue(c, ep, p.Checked.Wire)
 		text += "\nTo go ahead, make the same call again with confirm set to the token below, within 5 minutes."
 	} else {
-		p := &pendingCall{requester: c, ep: ep, path: audit.ConcretePath, vars: vars, args: audit.Args, wire: wire}
+		pc := &pendingCall{requester: c, plan: p}
 		var err error
-		if token, err = s.confirm.hold(p); err != nil {
-			return s.refuse(ctx, audit, OutcomeError, start, "Confirmation could not be asked for: "+err.Error()+". Nothing was sent.")
+		if token, err = s.confirm.hold(pc); err != nil {
+			return s.refuse(ctx, audit, journal.OutcomeError, "Confirmation could not be asked for: "+err.Error()+". Nothing was sent.")
 		}
-		expiry = p.expiry
+		expiry = pc.expiry
 		content["status"] = "approval_required"
 		text += "\nA different principal must approve it: they call " + s.approveHint() + " below (their own policy must allow the call). " +
 			"Then make the same call again with confirm set to the token, within 5 minutes."
 	}
 	content["confirm"] = token
 	content["expires_at"] = expiry.UTC().Format(time.RFC3339)
-	out := AuditOutcome{Outcome: OutcomeConfirm, Duration: s.opts.Now().Sub(start)}
+	out := AuditOutcome{Outcome: journal.OutcomeConfirm, Duration: s.opts.Now().Sub(audit.Time)}
 	if err := s.audit.Record(journalContext(ctx), audit, out); err != nil {
 		return errorResult("the journal refused the record; nothing was sent: " + err.Error())
 	}

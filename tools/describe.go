@@ -15,55 +15,81 @@ import (
 // complete JSON: a summary, one parameter in full, the parameters in pages
 // that fit the size cap, or the return schema (summarised if too large).
 func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
-	if bad := onlyKeys(a, "tool", "method", "path", "section", "param", "offset"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "tool", "method", "path", "section", "param", "offset"); err != nil {
+		return nil, err
 	}
 	var tool, method, path, section, param string
 	for name, dst := range map[string]*string{"tool": &tool, "method": &method, "path": &path, "section": &section, "param": &param} {
-		v, bad := optString(a, name)
-		if bad != nil {
-			return bad, nil
+		v, err := optString(a, name)
+		if err != nil {
+			return nil, err
 		}
 		*dst = v
 	}
-	offset, _, bad := optInt(a, "offset", 0, 100000)
-	if bad != nil {
-		return bad, nil
+	offset, _, err := optInt(a, "offset", 0, 100000)
+	if err != nil {
+		return nil, err
 	}
 	reg := s.registry()
 	var ep *schema.Endpoint
+	var matchErr error
 	switch {
 	case tool != "":
-		ep = reg.Tool(tool)
+		if ep = reg.Tool(tool); ep == nil {
+			return nil, argError("tool", fmt.Sprintf("no endpoint has the tool name %q; find one with %s", tool, ToolSearch))
+		}
 	case method != "" && path != "":
 		if ep = reg.Lookup(method, path); ep == nil {
-			ep, _, _ = reg.Match(method, path)
+			ep, _, matchErr = reg.Match(method, path)
+		}
+		if ep == nil {
+			return nil, argError("path", noEndpointText(method, path, matchErr))
 		}
 	default:
-		return argError("tool", "give the endpoint's tool name, or method and path"), nil
+		return nil, argError("tool", "give the endpoint's tool name, or method and path")
 	}
-	visible, err := s.visible(ctx, c, false)
+	res, err := s.describeEndpoint(ep, section, param, offset)
 	if err != nil {
-		return errorResult("the policy could not be evaluated: " + err.Error()), nil
+		return nil, err
 	}
-	if ep == nil || visible[ep.Tool] == nil {
-		return errorResult(fmt.Sprintf("no such endpoint is available to your key; find one with %s", ToolSearch)), nil
+	// The schema is public: any endpoint is described. Whether this key's
+	// policy could ever allow it is said beside the description.
+	visible, verr := s.visible(ctx, c, true)
+	usable := verr == nil && visible[ep.Tool] != nil
+	if sc, ok := res.StructuredContent.(map[string]any); ok {
+		sc["usable_by_your_key"] = usable
 	}
+	if !usable {
+		note := "Note: your key's policy never allows this endpoint (or a daemon-wide switch refuses it); a call of it is refused and the answer says which profile would allow it.\n"
+		if verr != nil {
+			note = "Note: whether your key may use this endpoint could not be worked out (" + verr.Error() + ").\n"
+		}
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(mcp.TextContent); ok {
+				res.Content[0] = mcp.NewTextContent(note + tc.Text)
+			}
+		}
+	}
+	return res, nil
+}
+
+// describeEndpoint answers one section of an endpoint's description.
+func (s *Server) describeEndpoint(ep *schema.Endpoint, section, param string, offset int) (*mcp.CallToolResult, error) {
 	if param != "" {
 		p := ep.Param(param)
 		if p == nil {
 			p = indexedParam(ep, param)
 		}
 		if p == nil {
-			return argError("param", fmt.Sprintf("%s %s has no parameter %q", ep.Method, ep.Path, param)), nil
+			return nil, argError("param", fmt.Sprintf("%s %s has no parameter %q", ep.Method, ep.Path, param))
 		}
 		doc := paramDoc(p, true)
 		return structured(fmt.Sprintf("%s %s: parameter %s.", ep.Method, ep.Path, p.Name), map[string]any{"tool": ep.Tool, "param": doc}), nil

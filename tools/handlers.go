@@ -5,17 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
-// args reads a request's arguments as an object.
+// argsOf reads a request's arguments as an object.
 func argsOf(req mcp.CallToolRequest) (map[string]any, error) {
 	switch a := req.Params.Arguments.(type) {
 	case nil:
@@ -26,19 +29,30 @@ func argsOf(req mcp.CallToolRequest) (map[string]any, error) {
 	if len(req.Params.RawArguments) > 0 {
 		var m map[string]any
 		if err := json.Unmarshal(req.Params.RawArguments, &m); err != nil {
-			return nil, fmt.Errorf("arguments must be a JSON object: %w", err)
+			return nil, &toolError{outcome: journal.OutcomeInvalid, text: "arguments must be a JSON object: " + err.Error()}
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("arguments must be a JSON object")
+	return nil, &toolError{outcome: journal.OutcomeInvalid, text: "arguments must be a JSON object"}
 }
+
+// toolError is a refusal a handler returns before any call is planned (an
+// argument of our own tools, an unauthenticated caller): the middleware
+// answers it as a tool result the model can read, and journals it with its
+// outcome.
+type toolError struct {
+	outcome journal.Outcome
+	text    string
+}
+
+func (e *toolError) Error() string { return e.text }
 
 // argError is a clear answer about a bad argument of our own tools.
-func argError(name, rule string) *mcp.CallToolResult {
-	return errorResult(fmt.Sprintf("argument %s: %s", name, rule))
+func argError(name, rule string) error {
+	return &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument %s: %s", name, rule)}
 }
 
-func optString(a map[string]any, name string) (string, *mcp.CallToolResult) {
+func optString(a map[string]any, name string) (string, error) {
 	v, ok := a[name]
 	if !ok || v == nil {
 		return "", nil
@@ -50,7 +64,7 @@ func optString(a map[string]any, name string) (string, *mcp.CallToolResult) {
 	return s, nil
 }
 
-func optBool(a map[string]any, name string) (bool, *mcp.CallToolResult) {
+func optBool(a map[string]any, name string) (bool, error) {
 	v, ok := a[name]
 	if !ok || v == nil {
 		return false, nil
@@ -62,7 +76,7 @@ func optBool(a map[string]any, name string) (bool, *mcp.CallToolResult) {
 	return b, nil
 }
 
-func optInt(a map[string]any, name string, lo, hi int) (int, bool, *mcp.CallToolResult) {
+func optInt(a map[string]any, name string, lo, hi int) (int, bool, error) {
 	v, ok := a[name]
 	if !ok || v == nil {
 		return 0, false, nil
@@ -91,7 +105,16 @@ func optInt(a map[string]any, name string, lo, hi int) (int, bool, *mcp.CallTool
 	return int(f), true, nil
 }
 
-func optStrings(a map[string]any, name string) ([]string, *mcp.CallToolResult) {
+// maxShapeKeys bounds fields and omit: a few hundred keys cover any PVE
+// object, and a longer list is only work for the daemon.
+const (
+	maxShapeKeys   = 256
+	maxShapeKeyLen = 128
+)
+
+// optKeySet reads fields or omit: an array of at most maxShapeKeys
+// strings, each at most maxShapeKeyLen bytes, as a set.
+func optKeySet(a map[string]any, name string) (map[string]bool, error) {
 	v, ok := a[name]
 	if !ok || v == nil {
 		return nil, nil
@@ -100,65 +123,75 @@ func optStrings(a map[string]any, name string) ([]string, *mcp.CallToolResult) {
 	if !ok {
 		return nil, argError(name, "must be an array of strings")
 	}
-	out := make([]string, 0, len(list))
+	if len(list) > maxShapeKeys {
+		return nil, argError(name, fmt.Sprintf("has %d keys; at most %d are taken", len(list), maxShapeKeys))
+	}
+	out := make(map[string]bool, len(list))
 	for _, it := range list {
 		s, ok := it.(string)
 		if !ok {
 			return nil, argError(name, "must be an array of strings")
 		}
-		out = append(out, s)
+		if len(s) > maxShapeKeyLen {
+			return nil, argError(name, fmt.Sprintf("a key is %d bytes long; keys are at most %d", len(s), maxShapeKeyLen))
+		}
+		out[s] = true
 	}
 	return out, nil
 }
 
 // onlyKeys refuses arguments a tool does not take.
-func onlyKeys(a map[string]any, allowed ...string) *mcp.CallToolResult {
+func onlyKeys(a map[string]any, allowed ...string) error {
 	for k := range a {
-		found := false
-		for _, x := range allowed {
-			found = found || k == x
-		}
-		if !found {
+		if !slices.Contains(allowed, k) {
 			return argError(k, "is not an argument of this tool (it takes: "+strings.Join(allowed, ", ")+")")
 		}
 	}
 	return nil
 }
 
+// shaping are the shaping arguments every calling tool takes.
+type shaping struct {
+	shape   Shape
+	wait    time.Duration
+	confirm string
+	dryRun  bool
+}
+
 // shapingArgs reads fields, omit, limit, offset, wait, confirm, dry_run,
-// named with prefix ("" or "_").
-func shapingArgs(a map[string]any, prefix string) (Shape, time.Duration, string, bool, *mcp.CallToolResult) {
-	var sh Shape
-	var bad *mcp.CallToolResult
-	if sh.Fields, bad = optStrings(a, prefix+"fields"); bad != nil {
-		return sh, 0, "", false, bad
+// named with prefix ("" or "_"). A dry_run that is present must be true or
+// false: null is not "absent", because taking it so would send the call.
+func shapingArgs(a map[string]any, prefix string) (shaping, error) {
+	var sh shaping
+	var err error
+	if sh.shape.Fields, err = optKeySet(a, prefix+"fields"); err != nil {
+		return sh, err
 	}
-	if sh.Omit, bad = optStrings(a, prefix+"omit"); bad != nil {
-		return sh, 0, "", false, bad
+	if sh.shape.Omit, err = optKeySet(a, prefix+"omit"); err != nil {
+		return sh, err
 	}
-	if sh.Limit, _, bad = optInt(a, prefix+"limit", 1, 5000); bad != nil {
-		return sh, 0, "", false, bad
+	if sh.shape.Limit, _, err = optInt(a, prefix+"limit", 1, 5000); err != nil {
+		return sh, err
 	}
-	if sh.Offset, _, bad = optInt(a, prefix+"offset", 0, math.MaxInt32); bad != nil {
-		return sh, 0, "", false, bad
+	if sh.shape.Offset, _, err = optInt(a, prefix+"offset", 0, math.MaxInt32); err != nil {
+		return sh, err
 	}
-	wait, _, bad := optInt(a, prefix+"wait", 0, 600)
-	if bad != nil {
-		return sh, 0, "", false, bad
+	wait, _, err := optInt(a, prefix+"wait", 0, 600)
+	if err != nil {
+		return sh, err
 	}
-	confirm, bad := optString(a, prefix+"confirm")
-	if bad != nil {
-		return sh, 0, "", false, bad
+	sh.wait = time.Duration(wait) * time.Second
+	if sh.confirm, err = optString(a, prefix+"confirm"); err != nil {
+		return sh, err
 	}
-	dry := false
-	if v, ok := a[prefix+"dry_run"]; ok && v != nil {
+	if v, ok := a[prefix+"dry_run"]; ok {
 		b, ok := v.(bool)
 		if !ok {
-			return sh, 0, "", false, argError(prefix+"dry_run", "must be true or false")
+			return sh, argError(prefix+"dry_run", "must be true or false (null is not accepted: nothing was sent)")
 		}
-		dry = b
+		sh.dryRun = b
 	}
-	return sh, time.Duration(wait) * time.Second, confirm, dry, nil
+	return sh, nil
 }
 
 func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
@@ -168,15 +201,17 @@ func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
 	return nil
 }
 
-func (s *Server) caller(ctx context.Context) (Caller, *mcp.CallToolResult) {
+// caller is the request's caller as it is now: a session that outlives
+// one request is checked again before every call.
+func (s *Server) caller(ctx context.Context) (Caller, error) {
 	c, ok := CallerFrom(ctx)
 	if !ok {
-		return Caller{}, errorResult("no authenticated caller")
+		return Caller{}, &toolError{outcome: journal.OutcomeDenied, text: "no authenticated caller"}
 	}
 	if c.Recheck != nil {
 		fresh, err := c.Recheck(ctx)
 		if err != nil {
-			return Caller{}, errorResult("Refused: your key is no longer accepted (" + err.Error() + "). Nothing was sent.")
+			return Caller{}, &toolError{outcome: journal.OutcomeDenied, text: "Refused: your key is no longer accepted (" + err.Error() + "). Nothing was sent."}
 		}
 		c = fresh
 	}
@@ -185,92 +220,80 @@ func (s *Server) caller(ctx context.Context) (Caller, *mcp.CallToolResult) {
 
 // handleCall is proxmox_api_call.
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
 	if _, ok := a["approve"]; ok && s.opts.Mode == ModeSearch {
 		return s.approveFromCall(ctx, req, a)
 	}
-	if bad := onlyKeys(a, "method", "path", "params", "fields", "omit", "limit", "offset", "wait", "confirm", "dry_run"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "method", "path", "params", "fields", "omit", "limit", "offset", "wait", "confirm", "dry_run"); err != nil {
+		return nil, err
 	}
-	method, bad := optString(a, "method")
-	if bad != nil {
-		return bad, nil
+	method, err := optString(a, "method")
+	if err != nil {
+		return nil, err
 	}
 	switch strings.ToUpper(method) {
 	case "GET", "POST", "PUT", "DELETE":
 	default:
-		return argError("method", "must be GET, POST, PUT or DELETE"), nil
+		return nil, argError("method", "must be GET, POST, PUT or DELETE")
 	}
-	path, bad := optString(a, "path")
-	if bad != nil {
-		return bad, nil
+	path, err := optString(a, "path")
+	if err != nil {
+		return nil, err
 	}
 	if !strings.HasPrefix(path, "/") {
-		return argError("path", "must be a concrete API path starting with '/', such as /nodes/pve1/qemu"), nil
+		return nil, argError("path", "must be a concrete API path starting with '/', such as /nodes/pve1/qemu")
 	}
 	params := map[string]any{}
 	if v, ok := a["params"]; ok && v != nil {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return argError("params", "must be an object of the endpoint's parameters"), nil
+			return nil, argError("params", "must be an object of the endpoint's parameters")
 		}
 		params = m
 	}
-	sh, wait, confirm, dry, bad := shapingArgs(a, "")
-	if bad != nil {
-		return bad, nil
+	sh, err := shapingArgs(a, "")
+	if err != nil {
+		return nil, err
 	}
-	return s.callEndpoint(ctx, c, callRequest{tool: ToolCall, method: method, path: path, args: params, shape: sh,
-		wait: wait, confirm: confirm, dryRun: dry, progressToken: progressToken(req)}), nil
+	return s.callEndpoint(ctx, c, callRequest{tool: ToolCall, method: method, path: path, args: params, shape: sh.shape,
+		wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, progressToken: progressToken(req)}), nil
 }
 
 // handleEndpoint is an expanded-mode tool: its name picks the endpoint,
-// its arguments are the endpoint's parameters plus _-prefixed shaping.
+// its arguments are the endpoint's parameters (path variables included)
+// plus _-prefixed shaping.
 func (s *Server) handleEndpoint(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
 	ep := s.registry().Tool(req.Params.Name)
 	if ep == nil {
 		return errorResult(fmt.Sprintf("tool %s no longer exists: the API schema changed; list the tools again", req.Params.Name)), nil
 	}
-	sh, wait, confirm, dry, bad := shapingArgs(a, "_")
-	if bad != nil {
-		return bad, nil
+	sh, err := shapingArgs(a, "_")
+	if err != nil {
+		return nil, err
 	}
-	params := map[string]any{}
-	vars := map[string]string{}
+	params := make(map[string]any, len(a))
 	for k, v := range a {
-		if strings.HasPrefix(k, "_") {
-			continue
+		if !strings.HasPrefix(k, "_") {
+			params[k] = v
 		}
-		params[k] = v
 	}
-	for _, name := range ep.PathParams {
-		v, ok := params[name]
-		if !ok {
-			return argError(name, "is required: it is part of the path "+ep.Path), nil
-		}
-		text, ok := scalarText(v)
-		if !ok || text == "" {
-			return argError(name, "must be a string or a number"), nil
-		}
-		vars[name] = text
-	}
-	return s.callEndpoint(ctx, c, callRequest{tool: ep.Tool, method: ep.Method, path: concretePath(ep.Path, vars), args: params,
-		shape: sh, wait: wait, confirm: confirm, dryRun: dry, progressToken: progressToken(req)}), nil
+	return s.callEndpoint(ctx, c, callRequest{tool: ep.Tool, method: ep.Method, endpoint: ep, args: params,
+		shape: sh.shape, wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, progressToken: progressToken(req)}), nil
 }
 
 func scalarText(v any) (string, bool) {
@@ -290,47 +313,47 @@ func scalarText(v any) (string, bool) {
 
 // handleSearch is proxmox_api_search, over the endpoints the caller may use.
 func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
 	if s.opts.Mode == ModeSearch {
 		if _, ok := a["describe"]; ok {
 			return s.describeFromSearch(ctx, req, a)
 		}
 	}
-	if bad := onlyKeys(a, "query", "method", "max_risk", "limit"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "query", "method", "max_risk", "limit"); err != nil {
+		return nil, err
 	}
-	query, bad := optString(a, "query")
-	if bad != nil {
-		return bad, nil
+	query, err := optString(a, "query")
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(query) == "" {
-		return argError("query", "is required and must not be empty"), nil
+		return nil, argError("query", "is required and must not be empty")
 	}
-	method, bad := optString(a, "method")
-	if bad != nil {
-		return bad, nil
+	method, err := optString(a, "method")
+	if err != nil {
+		return nil, err
 	}
-	limit, set, bad := optInt(a, "limit", 1, 50)
-	if bad != nil {
-		return bad, nil
+	limit, set, err := optInt(a, "limit", 1, 50)
+	if err != nil {
+		return nil, err
 	}
 	if !set {
 		limit = 10
 	}
 	opts := schema.SearchOptions{Limit: limit, Method: method}
-	if mr, bad := optString(a, "max_risk"); bad != nil {
-		return bad, nil
+	if mr, err := optString(a, "max_risk"); err != nil {
+		return nil, err
 	} else if mr != "" {
 		r, err := schema.ParseRisk(mr)
 		if err != nil {
-			return argError("max_risk", "must be read, write or destructive"), nil
+			return nil, argError("max_risk", "must be read, write or destructive")
 		}
 		opts.MaxRisk = &r
 	}
@@ -370,15 +393,15 @@ func firstSentence(s string) string {
 
 // handleSchemaStatus is proxmox_schema_status.
 func (s *Server) handleSchemaStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if _, bad := s.caller(ctx); bad != nil {
-		return bad, nil
+	if _, err := s.caller(ctx); err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
-	if bad := onlyKeys(a); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a); err != nil {
+		return nil, err
 	}
 	st := s.opts.Registry.Status()
 	b, _ := json.Marshal(st)
@@ -402,108 +425,108 @@ func short(h string) string {
 // handleTaskWait is proxmox_task_wait: it reads the task's status as the
 // caller (policy and all) and follows it.
 func (s *Server) handleTaskWait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
-	if bad := onlyKeys(a, "upid", "timeout_seconds"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "upid", "timeout_seconds"); err != nil {
+		return nil, err
 	}
-	upid, bad := optString(a, "upid")
-	if bad != nil {
-		return bad, nil
+	upid, err := optString(a, "upid")
+	if err != nil {
+		return nil, err
 	}
 	u, err := pve.ParseUPID(upid)
 	if err != nil {
-		return argError("upid", err.Error()), nil
+		return nil, argError("upid", err.Error())
 	}
-	timeout, set, bad := optInt(a, "timeout_seconds", 1, 600)
-	if bad != nil {
-		return bad, nil
+	timeout, set, err := optInt(a, "timeout_seconds", 1, 600)
+	if err != nil {
+		return nil, err
 	}
 	if !set {
 		timeout = 60
 	}
-	start := s.opts.Now()
 	path := pve.Path("nodes", u.Node, "tasks", upid, "status")
-	p, refusal := s.prepare(ctx, c, callRequest{tool: ToolTaskWait, method: "GET", path: path, args: map[string]any{}}, start)
+	pr, refusal := s.prepare(ctx, c, callRequest{tool: ToolTaskWait, method: "GET", path: path, args: map[string]any{}})
 	if refusal != nil {
 		return refusal, nil
 	}
+	p := pr.plan
 	client, err := s.opts.PVE.Client(c.Tier)
 	if err != nil {
-		return s.refuse(ctx, p.audit, OutcomeError, start, "no PVE token for tier "+string(c.Tier)+": "+err.Error()), nil
+		return s.refuse(ctx, pr.audit, journal.OutcomeError, "no PVE token for tier "+string(c.Tier)+": "+err.Error()), nil
 	}
 	task, werr := s.follow(ctx, client, upid, time.Duration(timeout)*time.Second, progressToken(req))
-	out := AuditOutcome{Outcome: OutcomeOK, Duration: s.opts.Now().Sub(start), UPID: upid}
+	out := AuditOutcome{Outcome: journal.OutcomeOK, Duration: s.opts.Now().Sub(p.Time), UPID: upid}
 	if werr != nil && task["status"] == "unknown" {
-		return s.callFailed(ctx, p.audit, "", out, p.ep, werr), nil
+		return s.callFailed(ctx, pr.audit, "", out, p.Endpoint, werr), nil
 	}
 	switch {
 	case task["status"] == "stopped" && task["ok"] == false:
-		out.Outcome = OutcomeTaskFailed
+		out.Outcome = journal.OutcomeTaskFailed
 		out.Error = fmt.Sprint(task["exitstatus"])
 	case task["status"] != "stopped":
-		out.Outcome = OutcomeTaskRunning
+		out.Outcome = journal.OutcomeTaskRunning
 	}
-	if err := s.audit.Record(journalContext(ctx), p.audit, out); err != nil {
+	if err := s.audit.Record(journalContext(ctx), pr.audit, out); err != nil {
 		return errorResult("the journal refused the record: " + err.Error()), nil
 	}
-	res := structured(taskSummary(p.ep, path, task), map[string]any{"task": task})
+	res := structured(taskSummary(p.Endpoint, p.Path, task), map[string]any{"task": task})
 	res.IsError = task["status"] == "stopped" && task["ok"] == false
 	return res, nil
 }
 
 // handleResources is proxmox_cluster_resources.
 func (s *Server) handleResources(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
-	if bad := onlyKeys(a, "type", "fields", "omit", "limit", "offset"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "type", "fields", "omit", "limit", "offset"); err != nil {
+		return nil, err
 	}
 	params := map[string]any{}
-	if t, bad := optString(a, "type"); bad != nil {
-		return bad, nil
+	if t, err := optString(a, "type"); err != nil {
+		return nil, err
 	} else if t != "" {
 		params["type"] = t
 	}
-	sh, _, _, _, bad := shapingArgs(a, "")
-	if bad != nil {
-		return bad, nil
+	sh, err := shapingArgs(a, "")
+	if err != nil {
+		return nil, err
 	}
-	return s.callEndpoint(ctx, c, callRequest{tool: ToolResources, method: "GET", path: "/cluster/resources", args: params, shape: sh}), nil
+	return s.callEndpoint(ctx, c, callRequest{tool: ToolResources, method: "GET", path: "/cluster/resources", args: params, shape: sh.shape}), nil
 }
 
 // locateGuest finds where a VM ID lives, through the caller's own view of
 // /cluster/resources (policy and journal included).
 func (s *Server) locateGuest(ctx context.Context, c Caller, tool string, vmid int) (node, kind string, bad *mcp.CallToolResult) {
-	start := s.opts.Now()
 	req := callRequest{tool: tool, method: "GET", path: "/cluster/resources", args: map[string]any{"type": "vm"}}
-	p, refusal := s.prepare(ctx, c, req, start)
+	pr, refusal := s.prepare(ctx, c, req)
 	if refusal != nil {
 		return "", "", refusal
 	}
+	p := pr.plan
 	client, err := s.opts.PVE.Client(c.Tier)
 	if err != nil {
-		return "", "", s.refuse(ctx, p.audit, OutcomeError, start, "no PVE token for tier "+string(c.Tier)+": "+err.Error())
+		return "", "", s.refuse(ctx, pr.audit, journal.OutcomeError, "no PVE token for tier "+string(c.Tier)+": "+err.Error())
 	}
 	var list []map[string]any
-	err = client.Get(ctx, "/cluster/resources", p.wire, &list)
-	out := AuditOutcome{Outcome: OutcomeOK, Duration: s.opts.Now().Sub(start)}
+	err = client.Get(ctx, p.Path, p.Wire(), &list)
+	out := AuditOutcome{Outcome: journal.OutcomeOK, Duration: s.opts.Now().Sub(p.Time)}
 	if err != nil {
-		return "", "", s.callFailed(ctx, p.audit, "", out, p.ep, err)
+		return "", "", s.callFailed(ctx, pr.audit, "", out, p.Endpoint, err)
 	}
-	if err := s.audit.Record(journalContext(ctx), p.audit, out); err != nil {
+	if err := s.audit.Record(journalContext(ctx), pr.audit, out); err != nil {
 		return "", "", errorResult("the journal refused the record: " + err.Error())
 	}
 	for _, g := range list {
@@ -518,23 +541,23 @@ func (s *Server) locateGuest(ctx context.Context, c Caller, tool string, vmid in
 
 // handleGuestStatus is proxmox_guest_status.
 func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
-	if bad := onlyKeys(a, "vmid"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "vmid"); err != nil {
+		return nil, err
 	}
-	vmid, set, bad := optInt(a, "vmid", 100, 999999999)
-	if bad != nil {
-		return bad, nil
+	vmid, set, err := optInt(a, "vmid", 100, 999999999)
+	if err != nil {
+		return nil, err
 	}
 	if !set {
-		return argError("vmid", "is required"), nil
+		return nil, argError("vmid", "is required")
 	}
 	node, kind, bad := s.locateGuest(ctx, c, ToolGuestStatus, vmid)
 	if bad != nil {
@@ -546,49 +569,49 @@ func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest)
 
 // handleGuestPower is proxmox_guest_power.
 func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, bad := s.caller(ctx)
-	if bad != nil {
-		return bad, nil
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
 	}
 	a, err := argsOf(req)
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return nil, err
 	}
-	if bad := onlyKeys(a, "vmid", "action", "wait", "confirm"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "vmid", "action", "wait", "confirm"); err != nil {
+		return nil, err
 	}
-	vmid, set, bad := optInt(a, "vmid", 100, 999999999)
-	if bad != nil {
-		return bad, nil
+	vmid, set, err := optInt(a, "vmid", 100, 999999999)
+	if err != nil {
+		return nil, err
 	}
 	if !set {
-		return argError("vmid", "is required"), nil
+		return nil, argError("vmid", "is required")
 	}
-	action, bad := optString(a, "action")
-	if bad != nil {
-		return bad, nil
+	action, err := optString(a, "action")
+	if err != nil {
+		return nil, err
 	}
 	valid := false
 	for _, x := range powerActions {
 		valid = valid || x == action
 	}
 	if !valid {
-		return argError("action", "must be one of "+strings.Join(powerActions, ", ")), nil
+		return nil, argError("action", "must be one of "+strings.Join(powerActions, ", "))
 	}
-	wait, _, bad := optInt(a, "wait", 0, 600)
-	if bad != nil {
-		return bad, nil
+	wait, _, err := optInt(a, "wait", 0, 600)
+	if err != nil {
+		return nil, err
 	}
-	confirm, bad := optString(a, "confirm")
-	if bad != nil {
-		return bad, nil
+	confirm, err := optString(a, "confirm")
+	if err != nil {
+		return nil, err
 	}
 	node, kind, bad := s.locateGuest(ctx, c, ToolGuestPower, vmid)
 	if bad != nil {
 		return bad, nil
 	}
 	if kind == "lxc" && action == "reset" {
-		return argError("action", "reset exists for VMs only; a container has stop"), nil
+		return nil, argError("action", "reset exists for VMs only; a container has stop")
 	}
 	path := pve.Path("nodes", node, kind, strconv.Itoa(vmid), "status", action)
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolGuestPower, method: "POST", path: path, args: map[string]any{},
@@ -599,15 +622,15 @@ func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) 
 // (which has no describe tool): the describe tool's answer for that
 // endpoint.
 func (s *Server) describeFromSearch(ctx context.Context, req mcp.CallToolRequest, a map[string]any) (*mcp.CallToolResult, error) {
-	if bad := onlyKeys(a, "describe", "section", "param", "offset"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "describe", "section", "param", "offset"); err != nil {
+		return nil, err
 	}
-	tool, bad := optString(a, "describe")
-	if bad != nil {
-		return bad, nil
+	tool, err := optString(a, "describe")
+	if err != nil {
+		return nil, err
 	}
 	if tool == "" {
-		return argError("describe", "must be an endpoint's tool name, as a search gives it"), nil
+		return nil, argError("describe", "must be an endpoint's tool name, as a search gives it")
 	}
 	args := map[string]any{"tool": tool}
 	for _, k := range []string{"section", "param", "offset"} {
@@ -622,12 +645,12 @@ func (s *Server) describeFromSearch(ctx context.Context, req mcp.CallToolRequest
 // approveFromCall is proxmox_api_call with approve, in search mode (which
 // has no approve tool): the approve tool's answer.
 func (s *Server) approveFromCall(ctx context.Context, req mcp.CallToolRequest, a map[string]any) (*mcp.CallToolResult, error) {
-	if bad := onlyKeys(a, "approve"); bad != nil {
-		return bad, nil
+	if err := onlyKeys(a, "approve"); err != nil {
+		return nil, err
 	}
 	args, ok := a["approve"].(map[string]any)
 	if !ok {
-		return argError("approve", "must be an object: {\"token\": ..., \"approve\": true}"), nil
+		return nil, argError("approve", "must be an object: {\"token\": ..., \"approve\": true}")
 	}
 	req.Params.Arguments = args
 	return s.handleApprove(ctx, req)

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
@@ -110,10 +111,10 @@ func (r *recorder) Record(ctx context.Context, call AuditCall, out AuditOutcome)
 }
 
 // last returns the last finished call of any kind: a record or a receipt.
-func (r *recorder) outcomes() []string {
+func (r *recorder) outcomes() []journal.Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
+	var out []journal.Outcome
 	for _, rec := range r.records {
 		out = append(out, rec.out.Outcome)
 	}

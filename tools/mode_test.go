@@ -114,7 +114,7 @@ func TestEveryCallIsJournaled(t *testing.T) {
 	h.audit.mu.Lock()
 	var got []string
 	for _, r := range h.audit.records {
-		got = append(got, r.call.Tool+":"+r.out.Outcome)
+		got = append(got, r.call.Tool+":"+string(r.out.Outcome))
 		if r.call.Principal.Name != "operator-key" {
 			t.Errorf("row without the caller: %+v", r.call)
 		}

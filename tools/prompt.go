@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
@@ -74,7 +75,7 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 		fmt.Fprintf(&b, "%d. %s\n", i+1, step)
 	}
 	b.WriteString("Every call is recorded in the daemon's journal.")
-	out := AuditOutcome{Outcome: OutcomeOK}
+	out := AuditOutcome{Outcome: journal.OutcomeOK}
 	if err := s.audit.Record(journalContext(ctx), AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: PromptOnboarding}, out); err != nil {
 		return nil, fmt.Errorf("the journal refused the record of this request: %w", err)
 	}

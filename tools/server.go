@@ -12,6 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/plan"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
@@ -67,19 +69,14 @@ type PVE interface {
 	Client(tier Tier) (*pve.Client, error)
 }
 
-// Guard is the protected-repository guard: it inspects a call before the
-// policy decides and says what it found.
-type Guard interface {
-	Check(ctx context.Context, ep *schema.Endpoint, vars map[string]string, args map[string]any) policy.Guard
-}
+// Guard is the protected-repository guard: it inspects a call, with its
+// parameters as validated, before the policy decides (plan.Guard).
+type Guard = plan.Guard
 
-// Switches are the daemon-wide gates above every policy.
-type Switches struct {
-	// ReadOnly hides and refuses every call that is not a read, for every key.
-	ReadOnly bool
-	// AllowMutations must be true for any write to happen; false by default.
-	AllowMutations bool
-}
+// Switches are the daemon-wide gates above every policy: ReadOnly hides
+// and refuses every call that is not a read, for every key;
+// AllowMutations must be true for any write to happen (plan.Switches).
+type Switches = plan.Switches
 
 // Limits shape answers.
 type Limits struct {
@@ -125,6 +122,7 @@ type Server struct {
 	confirm  *confirmations
 	extra    map[string]bool // names of Options.Extra
 	audit    Auditor         // Options.Audit, marking the calls it records
+	planner  *plan.Builder   // every call's plan
 
 	visMu    sync.Mutex
 	visCache map[visCacheKey]visibility
@@ -187,6 +185,9 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}, visCache: map[visCacheKey]visibility{}}
 	for _, t := range opts.Extra {
 		s.extra[t.Tool.Name] = true
+	}
+	if s.planner, err = plan.New(plan.Options{Registry: s.registry, Guard: opts.Guard, Policy: opts.Policy, Switches: s.currentSwitches, Now: opts.Now}); err != nil {
+		return nil, err
 	}
 	for _, t := range s.catalog(opts.Registry.Current()) {
 		if s.extra[t.Tool.Name] {
@@ -273,25 +274,55 @@ func (s *Server) registry() *schema.Registry {
 
 // filterTools shows each caller only the tools its policy could ever allow
 // and the switches permit. mcp-go applies it to tools/list and, with only
-// the requested tool, to tools/call: a hidden tool does not exist.
+// the requested tool, to tools/call: a hidden tool does not exist. The
+// generic tools need no visibility (they answer only about visible
+// endpoints, and a call is decided on its own), so a call of them never
+// waits for it. When visibility cannot be worked out (a policy that errs or
+// exceeds its time bound) the caller sees none of the tools that need it,
+// and the failure is journalled.
 func (s *Server) filterTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 	c, ok := CallerFrom(ctx)
 	if !ok {
 		return nil
 	}
-	visible, err := s.visible(ctx, c, true)
-	if err != nil {
-		s.opts.Logger.Warn("tools: visibility failed; showing nothing", "key", c.Principal.KeyID, "error", err)
-		return nil
-	}
+	var visible visibility
+	var verr error
+	computed := false
 	out := list[:0:0]
 	for _, t := range list {
-		if s.toolVisible(t.Name, visible) {
+		if s.alwaysVisible(t.Name) {
+			out = append(out, t)
+			continue
+		}
+		if !computed {
+			visible, verr = s.visible(ctx, c, true)
+			computed = true
+			if verr != nil {
+				s.visibilityFailed(ctx, c, len(list), verr)
+			}
+		}
+		if verr == nil && s.toolVisible(t.Name, visible) {
 			out = append(out, t)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// visibilityFailed logs and journals a visibility that could not be worked
+// out: tools/list (or a call of a tool that needs it) answered without the
+// policy's tools.
+func (s *Server) visibilityFailed(ctx context.Context, c Caller, tools int, err error) {
+	s.opts.Logger.Warn("tools: visibility failed; showing only the generic tools", "key", c.Principal.KeyID, "err", err)
+	what := "tools/list"
+	if tools == 1 {
+		what = "tools/call"
+	}
+	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: what}
+	out := AuditOutcome{Outcome: journal.OutcomeError, Error: "the tools your policy allows could not be worked out: " + err.Error()}
+	if rerr := s.audit.Record(journalContext(ctx), call, out); rerr != nil {
+		s.opts.Logger.Error("tools: the journal refused the row of a failed visibility", "key", c.Principal.KeyID, "err", rerr)
+	}
 }
 
 func (s *Server) filterPrompts(ctx context.Context, list []mcp.Prompt) []mcp.Prompt {
@@ -363,15 +394,5 @@ func (s *Server) buildVisibility(reg *schema.Registry, names []string, switches 
 
 // switchRefusal names the daemon-wide switch that refuses a method, if any.
 func (s *Server) switchRefusal(method string) string {
-	if method == "GET" {
-		return ""
-	}
-	sw := s.currentSwitches()
-	if sw.ReadOnly {
-		return "the daemon's read_only switch is on: no call that changes anything is accepted, whatever the key"
-	}
-	if !sw.AllowMutations {
-		return "the daemon's allow_mutations switch is off: an operator must turn it on before any call may change anything"
-	}
-	return ""
+	return s.currentSwitches().Refusal(method)
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"unicode/utf8"
 )
@@ -11,9 +10,9 @@ import (
 // Shape is how the caller wants an answer cut down.
 type Shape struct {
 	// Fields keeps only these keys of each object.
-	Fields []string
+	Fields map[string]bool
 	// Omit drops these keys of each object.
-	Omit []string
+	Omit map[string]bool
 	// Limit and Offset page a list; Limit 0 is the default limit.
 	Limit, Offset int
 }
@@ -108,10 +107,10 @@ func project(v any, sh Shape) any {
 	}
 	out := make(map[string]any, len(obj))
 	for k, val := range obj {
-		if len(sh.Fields) > 0 && !slices.Contains(sh.Fields, k) {
+		if len(sh.Fields) > 0 && !sh.Fields[k] {
 			continue
 		}
-		if slices.Contains(sh.Omit, k) {
+		if sh.Omit[k] {
 			continue
 		}
 		out[k] = val

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/proxmox-mcp/proxmox-mcp/plan"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
@@ -198,20 +199,6 @@ func (c *cli) policySimulate(args []string) error {
 		if cs.Expect != "" && !validEffect(cs.Expect) {
 			return fmt.Errorf("%s: expect %q is not allow, deny, confirm, dry_run or breakglass", where, cs.Expect)
 		}
-		ep, vars, err := reg.Match(cs.Method, cs.Path)
-		if err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		withVars := make(map[string]any, len(cs.Params)+len(vars))
-		for k, v := range cs.Params {
-			withVars[k] = v
-		}
-		for k, v := range vars {
-			withVars[k] = v
-		}
-		if _, err := ep.Validate(withVars); err != nil {
-			return fmt.Errorf("%s: %s %s: %w", where, ep.Method, ep.Path, err)
-		}
 		now := time.Now()
 		if cs.Time != "" {
 			if now, err = time.Parse(time.RFC3339, cs.Time); err != nil {
@@ -224,8 +211,24 @@ func (c *cli) policySimulate(args []string) error {
 			p.Transport = "loopback"
 		}
 		p.Tailnet = cs.Principal.Tailnet
-		in := policy.BuildInput(ep, cs.Path, vars, cs.Params, p, policy.Guard{Evaluated: true, Hits: cs.Guard}, now)
-		d := compiled.Decide(ctx, &in, time.Second)
+		// The case is planned like a real call (match, validation, the
+		// guard's hits as the case states them, the decision), only
+		// without the daemon-wide switches: what is shown is the policy.
+		planner, err := plan.New(plan.Options{
+			Registry: func() *schema.Registry { return reg },
+			Guard:    plan.FixedGuard(policy.Guard{Evaluated: true, Hits: cs.Guard}),
+			Policy:   plan.CompiledDecider(compiled, time.Second),
+			Now:      func() time.Time { return now },
+		})
+		if err != nil {
+			return err
+		}
+		pl, err := planner.Build(ctx, plan.Caller{Principal: p, Binding: policy.Binding{Profile: p.Profile, Policy: p.Policy}},
+			plan.Request{Tool: "policy simulate", Method: cs.Method, Path: cs.Path, Args: cs.Params})
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		d := pl.Decision
 		r := result{Name: cs.Name, Decision: d, Expect: cs.Expect, OK: cs.Expect == "" || cs.Expect == d.Effect}
 		if !r.OK {
 			mismatches++
