@@ -102,7 +102,7 @@ func (s *Server) describeEndpoint(ep *schema.Endpoint, section, param string, of
 	case "returns":
 		return s.describeReturns(ep), nil
 	}
-	return argError("section", "must be summary, params or returns"), nil
+	return nil, argError("section", "must be summary, params or returns")
 }
 
 // indexedParam finds net[n] when asked for net0 or net.
