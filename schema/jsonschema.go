@@ -30,7 +30,7 @@ func (e *Endpoint) InputSchema() json.RawMessage {
 			continue
 		}
 		props[p.Name] = paramSchema(p)
-		if !p.Optional && len(p.OneOf) == 0 && len(p.InstanceTypes) == 0 {
+		if p.Required() {
 			required = append(required, p.Name)
 		}
 	}

@@ -14,13 +14,17 @@ type normalizer struct {
 	endpoints []*Endpoint
 	paths     int
 	seenPath  map[string]bool
+	// seenShape maps a path with its variables unnamed (/storage/{}) to
+	// the first tree node of that shape.
+	seenShape map[string]string
 	patterns  map[string]*regexp.Regexp
 }
 
 func normalize(nodes []*rawNode) (*normalizer, error) {
 	n := &normalizer{
-		seenPath: make(map[string]bool, 512),
-		patterns: make(map[string]*regexp.Regexp, 64),
+		seenPath:  make(map[string]bool, 512),
+		seenShape: make(map[string]string, 512),
+		patterns:  make(map[string]*regexp.Regexp, 64),
 	}
 	for i, node := range nodes {
 		if node == nil {
@@ -44,6 +48,11 @@ func (n *normalizer) walk(node *rawNode) error {
 		return fmt.Errorf("tree node %q appears twice", node.Path)
 	}
 	n.seenPath[node.Path] = true
+	shape := pathShape(node.Path)
+	if first, dup := n.seenShape[shape]; dup {
+		return fmt.Errorf("tree nodes %q and %q differ only in the names of their path variables: a call would match both", first, node.Path)
+	}
+	n.seenShape[shape] = node.Path
 	n.paths++
 	methods := make([]string, 0, len(node.Info))
 	for m := range node.Info {
@@ -88,6 +97,22 @@ func checkPathTemplate(p string) error {
 		}
 	}
 	return nil
+}
+
+// pathShape is a path template with its variables unnamed: /storage/{}
+// for /storage/{storage}. Two templates of one shape match the same
+// concrete paths, so a schema may hold only one of them.
+func pathShape(p string) string {
+	if !strings.Contains(p, "{") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		if _, ok := templateVar(seg); ok {
+			segs[i] = "{}"
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // templateVar reports the variable name of a {name} segment.
@@ -173,6 +198,15 @@ func (n *normalizer) endpoint(path, method string, rm *rawMethod) (*Endpoint, er
 		}
 	}
 	return ep, nil
+}
+
+// Required reports whether a call must give the parameter (or sub-key):
+// it is not optional, not an alias (an alias only renames another key, and
+// PVE's check_object never asks for one: e1000=… is another spelling of
+// model and macaddr), and not a variant that applies only when another
+// parameter selects it (oneOf, instance-types).
+func (p *Param) Required() bool {
+	return !p.Optional && p.Alias == "" && len(p.OneOf) == 0 && len(p.InstanceTypes) == 0
 }
 
 // indexedName matches numbered keys such as net[n] or acmedomain[n].
