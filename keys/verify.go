@@ -219,7 +219,9 @@ func (v *Verifier) Verify(ctx context.Context, key string, source string) (Princ
 	v.cacheMu.RUnlock()
 	// proven: this exact key was accepted for this very record before, and
 	// only its cache entry has expired. Its hash cannot fail, so it needs
-	// no failure budget: an attack on its id does not lock it out.
+	// no failure budget: an attack on its id does not lock it out. The
+	// entry stays until the new verification replaces it, so concurrent
+	// requests with the key are proven too.
 	proven := false
 	if hit {
 		if rec := snap.Lookup(e.id); rec != nil && string(rec.Hash.Key) == e.hash && rec.usable(now) {
@@ -228,10 +230,11 @@ func (v *Verifier) Verify(ctx context.Context, key string, source string) (Princ
 				return principalOf(rec), nil
 			}
 			proven = true
+		} else {
+			v.cacheMu.Lock()
+			delete(v.cache, ck)
+			v.cacheMu.Unlock()
 		}
-		v.cacheMu.Lock()
-		delete(v.cache, ck)
-		v.cacheMu.Unlock()
 	}
 	src := sourceOf(source)
 	rec, tok, err := v.usableRecord(snap, key, now)
