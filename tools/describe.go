@@ -62,7 +62,7 @@ func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*
 	}
 	// The schema is public: any endpoint is described. Whether this key's
 	// policy could ever allow it is said beside the description.
-	visible, verr := s.visible(ctx, c, true)
+	visible, verr := s.visible(ctx, c)
 	usable := verr == nil && visible[ep.Tool] != nil
 	if sc, ok := res.StructuredContent.(map[string]any); ok {
 		sc["usable_by_your_key"] = usable

@@ -357,7 +357,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 		opts.MaxRisk = &r
 	}
-	visible, err := s.visible(ctx, c, true)
+	visible, err := s.visible(ctx, c)
 	if err != nil {
 		return errorResult("the policy could not be evaluated: " + err.Error()), nil
 	}

@@ -34,7 +34,7 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 		}
 		c = fresh
 	}
-	visible, err := s.visible(ctx, c, true)
+	visible, err := s.visible(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("the policy could not be evaluated: %w", err)
 	}

@@ -295,7 +295,7 @@ func (s *Server) filterTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 			continue
 		}
 		if !computed {
-			visible, verr = s.visible(ctx, c, true)
+			visible, verr = s.visible(ctx, c)
 			computed = true
 			if verr != nil {
 				s.visibilityFailed(ctx, c, len(list), verr)
@@ -336,9 +336,9 @@ func (s *Server) filterPrompts(ctx context.Context, list []mcp.Prompt) []mcp.Pro
 // switches.
 type visibility map[string]*schema.Endpoint
 
-// visible is the set of endpoints the caller's policy could ever allow;
-// with switches, those the daemon-wide switches also permit.
-func (s *Server) visible(ctx context.Context, c Caller, switches bool) (visibility, error) {
+// visible is the set of endpoints the caller's policy could ever allow and
+// the daemon-wide switches permit.
+func (s *Server) visible(ctx context.Context, c Caller) (visibility, error) {
 	reg := s.registry()
 	names, err := s.opts.Policy.VisibleTools(ctx, c.Binding, c.Principal, reg)
 	if err != nil {
@@ -347,7 +347,7 @@ func (s *Server) visible(ctx context.Context, c Caller, switches bool) (visibili
 	// The policy engine caches its answer per principal; the map built from
 	// it is cached here, for that answer, registry and switches, so a call
 	// costs a lookup and not a map of every visible endpoint.
-	key := visCacheKey{reg: reg, n: len(names), sw: s.currentSwitches(), switches: switches}
+	key := visCacheKey{reg: reg, n: len(names), sw: s.currentSwitches()}
 	if len(names) > 0 {
 		key.first = &names[0]
 	}
@@ -357,7 +357,7 @@ func (s *Server) visible(ctx context.Context, c Caller, switches bool) (visibili
 	if ok {
 		return v, nil
 	}
-	v = s.buildVisibility(reg, names, switches)
+	v = s.buildVisibility(reg, names)
 	s.visMu.Lock()
 	if len(s.visCache) >= 4096 {
 		clear(s.visCache)
@@ -370,21 +370,20 @@ func (s *Server) visible(ctx context.Context, c Caller, switches bool) (visibili
 // visCacheKey identifies one visibility answer: the engine's cached slice
 // (by its first element's address and length), the registry and switches.
 type visCacheKey struct {
-	first    *string
-	n        int
-	reg      *schema.Registry
-	sw       Switches
-	switches bool
+	first *string
+	n     int
+	reg   *schema.Registry
+	sw    Switches
 }
 
-func (s *Server) buildVisibility(reg *schema.Registry, names []string, switches bool) visibility {
+func (s *Server) buildVisibility(reg *schema.Registry, names []string) visibility {
 	v := make(visibility, len(names))
 	for _, n := range names {
 		ep := reg.Tool(n)
 		if ep == nil {
 			continue
 		}
-		if switches && s.switchRefusal(ep.Method) != "" {
+		if s.switchRefusal(ep.Method) != "" {
 			continue
 		}
 		v[n] = ep
