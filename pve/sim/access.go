@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -116,6 +117,24 @@ type principal struct {
 	userid  string
 	tokenid string // user@realm!name
 	privsep bool
+	// unknown is a token that does not exist: it holds nothing.
+	unknown bool
+}
+
+// principalOf is the subject an ID names, a user or a token, as
+// RPCEnvironment::permissions resolves it.
+func (st *state) principalOf(id string) *principal {
+	userid, name, isToken := strings.Cut(id, "!")
+	if !isToken {
+		return &principal{userid: id}
+	}
+	p := &principal{userid: userid, tokenid: id, privsep: true, unknown: true}
+	if u := st.users[userid]; u != nil {
+		if tok := u.tokens[name]; tok != nil {
+			p.privsep, p.unknown = tok.privsep, false
+		}
+	}
+	return p
 }
 
 // tokenHeader is PVE's header pattern (pve-http-server Formatter.pm).
@@ -226,6 +245,9 @@ func aclLevels(path string) []string {
 // token has its user's privileges. A guest in a pool also inherits the
 // pool's ACL (/pool/<id>).
 func (st *state) privs(p *principal, path string) map[string]bool {
+	if p.unknown || path == "" {
+		return map[string]bool{}
+	}
 	userPrivs := st.subjectPrivs(p.userid, path)
 	if !p.privsep {
 		return userPrivs
@@ -258,16 +280,19 @@ func (st *state) subjectPrivs(subject, path string) map[string]bool {
 	return out
 }
 
-// checkPermission evaluates an endpoint's permission object for a call:
-// "user": "all" admits any authenticated caller, no permission object means
-// root@pam only, and a check expression is evaluated with the call's
-// parameters filled into its paths.
+// checkPermission is RPCEnvironment::check_api2_permissions: "user":
+// "world" or "all" admits any caller (world endpoints do not even need
+// one), no permission object means root@pam only, a check expression is
+// evaluated with the call's parameters filled into its paths, and anything
+// else (a description alone) is refused. root@pam passes every check; an
+// API token of root@pam is not root@pam, as in PVE, where the token ID is
+// the authenticated user.
 func (s *Sim) checkPermission(p *principal, perms json.RawMessage, vars map[string]string) *apiError {
+	if p.isRoot() {
+		return nil
+	}
 	if len(perms) == 0 {
-		if p.userid == "root@pam" && !p.privsep {
-			return nil
-		}
-		return failStatus(http.StatusForbidden, "Permission check failed (user != root@pam)")
+		return permError("user != root@pam")
 	}
 	var obj struct {
 		Check json.RawMessage `json:"check"`
@@ -276,96 +301,225 @@ func (s *Sim) checkPermission(p *principal, perms json.RawMessage, vars map[stri
 	if err := json.Unmarshal(perms, &obj); err != nil {
 		return fail("internal error: permissions: %v", err)
 	}
+	if obj.User == "all" || obj.User == "world" {
+		return nil // the handler filters or checks in code
+	}
 	if len(obj.Check) == 0 {
-		return nil // "all", "world" or a description: the handler decides
+		return permError("")
 	}
 	var expr []any
 	if err := json.Unmarshal(obj.Check, &expr); err != nil {
 		return fail("internal error: check: %v", err)
 	}
-	ok, failPath, failPrivs := s.evalCheck(p, expr, vars)
-	if ok {
-		return nil
+	var ae *apiError
+	if err := s.evalCheck(p, expr, vars); errors.As(err, &ae) {
+		return ae
+	} else if err != nil {
+		return fail("%v", err)
 	}
-	return failStatus(http.StatusForbidden, "Permission check failed (%s, %s)", failPath, strings.Join(failPrivs, "|"))
+	return nil
 }
 
-// evalCheck evaluates ["perm", path, [privs], "any", 1], ["and", …],
-// ["or", …], ["userid-param", …], ["userid-group", [privs], …] and
-// ["perm-modify", path]. It returns the path and privileges of the failing
-// check for the 403 message.
-func (s *Sim) evalCheck(p *principal, expr []any, vars map[string]string) (bool, string, []string) {
+// permError is raise_perm_exc: 403 "Permission check failed", followed by
+// what failed in parentheses when PVE names it.
+func permError(what string) *apiError {
+	if what == "" {
+		return failStatus(http.StatusForbidden, "Permission check failed")
+	}
+	return failStatus(http.StatusForbidden, "Permission check failed (%s)", what)
+}
+
+// isRoot is PVE's $authuser eq 'root@pam': only the user itself, never one
+// of its tokens (every caller of the simulator is a token).
+func (p *principal) isRoot() bool { return p.tokenid == "" && p.userid == "root@pam" }
+
+// id is the authenticated user as PVE's RPC environment holds it: the
+// token ID (user@realm!name) for a token.
+func (p *principal) id() string {
+	if p.tokenid != "" {
+		return p.tokenid
+	}
+	return p.userid
+}
+
+// checkFull is RPCEnvironment::check_full: with any, one of the privileges
+// (check_any, whose 403 names the path and all of them joined by "|");
+// otherwise every one (check, whose 403 names the first missing). A path
+// normalize_path refuses has no privileges at all.
+func (st *state) checkFull(p *principal, path string, privs []string, any bool) error {
+	have := st.privs(p, path)
+	if any {
+		for _, priv := range privs {
+			if have[priv] {
+				return nil
+			}
+		}
+		return permError(path + ", " + strings.Join(privs, "|"))
+	}
+	for _, priv := range privs {
+		if !have[priv] {
+			return permError(path + ", " + priv)
+		}
+	}
+	return nil
+}
+
+// evalCheck is RPCEnvironment::exec_api2_perm_check over ["perm", path,
+// [privs], options…] (options any and require_param), ["and", …] (the
+// first failing check answers), ["or", …] (a bare "Permission check
+// failed" when none passes), ["userid-param", "self" | "Realm.AllocateUser"],
+// ["userid-group", [privs], options…] and ["perm-modify", path]. It returns
+// nil when the check passes.
+func (s *Sim) evalCheck(p *principal, expr []any, vars map[string]string) error {
 	if len(expr) == 0 {
-		return false, "/", nil
+		return errors.New("no permission test specified")
 	}
 	op, _ := expr[0].(string)
 	switch op {
-	case "perm":
-		path := fill(asString(expr, 1), vars)
-		privs := asStrings(expr, 2)
-		anyOf := len(expr) >= 5 && asString(expr, 3) == "any"
-		have := s.st.privs(p, path)
-		for _, priv := range privs {
-			if have[priv] && anyOf {
-				return true, "", nil
-			}
-			if !have[priv] && !anyOf {
-				return false, path, []string{priv}
-			}
-		}
-		if anyOf {
-			return false, path, privs
-		}
-		return true, "", nil
 	case "and":
 		for _, sub := range expr[1:] {
-			if e, ok := sub.([]any); ok {
-				if ok, fp, fprivs := s.evalCheck(p, e, vars); !ok {
-					return false, fp, fprivs
-				}
+			e, _ := sub.([]any)
+			if err := s.evalCheck(p, e, vars); err != nil {
+				return err
 			}
 		}
-		return true, "", nil
+		return nil
 	case "or":
-		var fp string
-		var fprivs []string
 		for _, sub := range expr[1:] {
-			if e, ok := sub.([]any); ok {
-				ok, path, privs := s.evalCheck(p, e, vars)
-				if ok {
-					return true, "", nil
-				}
-				fp, fprivs = path, append(fprivs, privs...)
+			e, _ := sub.([]any)
+			if s.evalCheck(p, e, vars) == nil {
+				return nil
 			}
 		}
-		return false, fp, fprivs
+		return permError("")
+	case "perm":
+		opts := checkOptions(expr, 3)
+		if rp := opts["require_param"]; rp != "" && vars[rp] == "" {
+			return permError("")
+		}
+		path := normalizePath(fill(asString(expr, 1), vars))
+		return s.st.checkFull(p, path, asStrings(expr, 2), opts["any"] != "" && opts["any"] != "0")
 	case "userid-param":
-		if asString(expr, 1) == "self" && vars["userid"] == p.userid {
-			return true, "", nil
+		userid := vars["userid"]
+		switch asString(expr, 1) {
+		case "self":
+			if s.st.users[userid] == nil {
+				return fail("no such user ('%s')", userid)
+			}
+			if p.id() == userid {
+				return nil
+			}
+			return permError("")
+		case "Realm.AllocateUser":
+			return s.st.checkFull(p, "/access/realm/"+realmOf(userid), []string{"Realm.AllocateUser"}, false)
 		}
-		have := s.st.privs(p, "/access/realm/"+realmOf(vars["userid"]))
-		if have["Realm.AllocateUser"] {
-			return true, "", nil
-		}
-		return false, "/access/realm", []string{"Realm.AllocateUser"}
+		return fmt.Errorf("unknown userid-param test %q", asString(expr, 1))
 	case "userid-group":
-		privs := asStrings(expr, 1)
-		have := s.st.privs(p, "/access/groups")
-		for _, priv := range privs {
-			if have[priv] {
-				return true, "", nil
+		return s.checkUseridGroup(p, asStrings(expr, 1), checkOptions(expr, 2), vars)
+	case "perm-modify":
+		path := normalizePath(fill(asString(expr, 1), vars))
+		return s.st.checkPermModify(p, path)
+	}
+	return fmt.Errorf("unknown permission test %q", op)
+}
+
+// checkOptions reads the key, value pairs after a check's fixed elements
+// (any => 1, require_param => 'pool', groups_param => 'create').
+func checkOptions(expr []any, from int) map[string]string {
+	out := map[string]string{}
+	for i := from; i+1 < len(expr); i += 2 {
+		k, _ := expr[i].(string)
+		out[k] = fmt.Sprint(expr[i+1])
+	}
+	return out
+}
+
+// checkUseridGroup is the userid-group test: any of privs on
+// /access/groups admits everything; otherwise each group named in the
+// groups parameter (groups_param) must be one the caller holds a privilege
+// on, and an existing user (unless groups_param is create) must be a
+// member of such a group.
+func (s *Sim) checkUseridGroup(p *principal, privs []string, opts map[string]string, vars map[string]string) error {
+	userid := vars["userid"]
+	checkExisting := opts["groups_param"] != "create"
+	if checkExisting && s.st.users[userid] == nil {
+		return fail("no such user ('%s')", userid)
+	}
+	if s.st.checkFull(p, "/access/groups", privs, true) == nil {
+		return nil
+	}
+	allowed := map[string]bool{}
+	for _, u := range s.st.users {
+		for _, g := range u.groups {
+			if s.st.checkFull(p, "/access/groups/"+g, privs, true) == nil {
+				allowed[g] = true
 			}
 		}
-		return false, "/access/groups", privs
-	case "perm-modify":
-		path := fill(asString(expr, 1), vars)
-		have := s.st.privs(p, path)
-		if have["Permissions.Modify"] {
-			return true, "", nil
-		}
-		return false, path, []string{"Permissions.Modify"}
 	}
-	return false, "/", []string{op}
+	if opts["groups_param"] != "" {
+		named := splitList(vars["groups"])
+		if len(named) == 0 {
+			return permError("/access/groups, " + strings.Join(privs, "|"))
+		}
+		for _, g := range named {
+			if !allowed[g] {
+				return permError("/access/groups/" + g + ", " + strings.Join(privs, "|"))
+			}
+		}
+	}
+	if checkExisting {
+		for _, g := range s.st.users[userid].groups {
+			if allowed[g] {
+				return nil
+			}
+		}
+		return permError("")
+	}
+	return nil
+}
+
+// checkPermModify is RPCEnvironment::check_perm_modify: Permissions.Modify
+// on /access without a path; on a path, Permissions.Modify or the
+// allocation privilege of what the path names.
+func (st *state) checkPermModify(p *principal, path string) error {
+	if path == "" {
+		return st.checkFull(p, "/access", []string{"Permissions.Modify"}, false)
+	}
+	privs := []string{"Permissions.Modify"}
+	switch {
+	case strings.HasPrefix(path, "/storage/"):
+		privs = append(privs, "Datastore.Allocate")
+	case strings.HasPrefix(path, "/vms/"):
+		privs = append(privs, "VM.Allocate")
+	case strings.HasPrefix(path, "/pool/"):
+		privs = append(privs, "Pool.Allocate")
+	}
+	return st.checkFull(p, path, privs, true)
+}
+
+// normalizePath is AccessControl::normalize_path: repeated slashes
+// collapse, a trailing one goes, and a path with other characters than
+// letters, digits, '.', '-', '_' and '/' is no path ("").
+func normalizePath(path string) string {
+	if path == "" {
+		return ""
+	}
+	for strings.Contains(path, "//") {
+		path = strings.ReplaceAll(path, "//", "/")
+	}
+	path = strings.TrimSuffix(path, "/")
+	if path == "" {
+		path = "/"
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	for _, c := range path {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("./-_", c)) {
+			return ""
+		}
+	}
+	return path
 }
 
 func realmOf(userid string) string {
@@ -375,10 +529,14 @@ func realmOf(userid string) string {
 
 var templateVar = regexp.MustCompile(`\{([^}]+)\}`)
 
-// fill substitutes {param} in a permission path.
+// fill is Tools::template_replace: {param} becomes the call's value, or
+// "-" when the call has none (or Perl's false, "0").
 func fill(path string, vars map[string]string) string {
 	return templateVar.ReplaceAllStringFunc(path, func(m string) string {
-		return vars[m[1:len(m)-1]]
+		if v := vars[m[1:len(m)-1]]; v != "" && v != "0" {
+			return v
+		}
+		return "-"
 	})
 }
 
@@ -405,8 +563,9 @@ func asStrings(expr []any, i int) []string {
 	return out
 }
 
-// permissionsOf answers GET /access/permissions for the caller: for every
-// ACL path (or the given one) the privileges and whether they propagate.
+// permissionsOf answers GET /access/permissions for a subject: for every
+// ACL path where it holds something (or the given path) the privileges and
+// whether they propagate.
 func (s *Sim) permissionsOf(p *principal, path string) map[string]map[string]int {
 	paths := map[string]bool{"/": true}
 	if path != "" {
@@ -419,8 +578,8 @@ func (s *Sim) permissionsOf(p *principal, path string) map[string]map[string]int
 	out := map[string]map[string]int{}
 	for pth := range paths {
 		privs := s.st.privs(p, pth)
-		if len(privs) == 0 {
-			continue
+		if len(privs) == 0 && path == "" {
+			continue // an explicit path is answered even when empty
 		}
 		m := map[string]int{}
 		for priv := range privs {

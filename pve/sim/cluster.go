@@ -16,15 +16,17 @@ func (s *Sim) clusterRoutes(add func(string, handler)) {
 	add("GET /pools", s.poolsList)
 }
 
-// clusterResources is GET /cluster/resources: guests the caller may audit,
-// nodes, and storages per node, with PVE's value types (vmid a number,
-// template 0/1, LXC and QEMU side by side).
+// clusterResources is GET /cluster/resources: guests the caller may audit
+// (VM.Audit; their pool only with Pool.Audit on it), every node (its load
+// figures only with Sys.Audit on it), and storages with Datastore.Audit,
+// per node, as pve-manager's Cluster.pm resources filters them, with PVE's
+// value types (vmid a number, template 0/1, LXC and QEMU side by side).
 func (s *Sim) clusterResources(r *request) (any, error) {
 	typ := r.str("type")
 	list := []map[string]any{}
 	if typ == "" || typ == "vm" {
 		for _, g := range s.st.sortedGuests() {
-			if !s.st.privs(r.who, fmt.Sprintf("/vms/%d", g.vmid))["VM.Audit"] {
+			if !r.can(fmt.Sprintf("/vms/%d", g.vmid), "VM.Audit") {
 				continue
 			}
 			e := s.guestSummary(g, r)
@@ -33,7 +35,7 @@ func (s *Sim) clusterResources(r *request) (any, error) {
 			e["node"] = g.node
 			e["maxcpu"] = g.cpus()
 			delete(e, "cpus")
-			if g.pool != "" {
+			if g.pool != "" && r.can("/pool/"+g.pool, "Pool.Audit") {
 				e["pool"] = g.pool
 			}
 			list = append(list, e)
@@ -41,19 +43,8 @@ func (s *Sim) clusterResources(r *request) (any, error) {
 	}
 	if typ == "" || typ == "node" {
 		for _, n := range s.st.nodes {
-			if !s.st.privs(r.who, "/nodes/"+n.name)["Sys.Audit"] {
-				continue
-			}
-			e := map[string]any{"id": "node/" + n.name, "type": "node", "node": n.name, "level": "", "status": "offline"}
+			e := s.nodeEntry(r, n)
 			if n.online {
-				e["status"] = "online"
-				e["cpu"] = s.nodeCPU(n, r.now)
-				e["maxcpu"] = n.cpus
-				e["mem"] = s.nodeMemUsed(n)
-				e["maxmem"] = n.memTotal
-				e["disk"] = n.rootTotal / 4
-				e["maxdisk"] = n.rootTotal
-				e["uptime"] = int64(r.now.Sub(n.bootedAt).Seconds())
 				e["cgroup-mode"] = 2
 			}
 			list = append(list, e)
@@ -62,7 +53,7 @@ func (s *Sim) clusterResources(r *request) (any, error) {
 	if typ == "" || typ == "storage" {
 		for _, n := range s.st.nodes {
 			for _, st := range s.st.storages {
-				if !s.st.privs(r.who, "/storage/"+st.id)["Datastore.Audit"] {
+				if !r.can("/storage/"+st.id, "Datastore.Audit") {
 					continue
 				}
 				e := map[string]any{
@@ -134,11 +125,17 @@ func (s *Sim) clusterStatus(r *request) (any, error) {
 	return list, nil
 }
 
+// clusterLog is GET /cluster/log: every entry with Sys.Syslog on /, else
+// only the caller's own (Cluster.pm log, get_cluster_log($user)).
 func (s *Sim) clusterLog(r *request) (any, error) {
 	max := r.num("max", 50)
+	all := r.can("/", "Sys.Syslog")
 	list := []map[string]any{}
 	for i := len(s.st.clusterLog) - 1; i >= 0 && len(list) < max; i-- {
 		e := s.st.clusterLog[i]
+		if !all && e.user != r.who.id() {
+			continue
+		}
 		list = append(list, map[string]any{
 			"uid": e.uid, "time": e.time, "pri": e.pri, "tag": e.tag, "pid": e.pid, "node": e.node, "user": e.user, "msg": e.msg,
 		})
@@ -163,14 +160,21 @@ func (s *Sim) nextID(r *request) (any, error) {
 	}
 }
 
-// accessPermissions answers for the calling token.
+// accessPermissions is AccessControl.pm's permissions: a caller may read
+// its own privileges and, as a user, its tokens'; anyone else's need
+// Sys.Audit on /access. The answer is about the subject asked for.
 func (s *Sim) accessPermissions(r *request) (any, error) {
-	if uid := r.str("userid"); uid != "" && uid != r.who.tokenid && uid != r.who.userid {
-		if !s.st.privs(r.who, "/access")["Sys.Audit"] {
-			return nil, failStatus(403, "Permission check failed (/access, Sys.Audit)")
+	subject := r.str("userid")
+	if subject == "" {
+		subject = r.who.id()
+	}
+	owner, _, isToken := strings.Cut(subject, "!")
+	if subject != r.who.id() && !(isToken && owner == r.who.id()) {
+		if err := r.check("/access", "Sys.Audit"); err != nil {
+			return nil, err
 		}
 	}
-	return s.permissionsOf(r.who, r.str("path")), nil
+	return s.permissionsOf(s.st.principalOf(subject), r.str("path")), nil
 }
 
 func (s *Sim) poolsList(r *request) (any, error) {
@@ -181,7 +185,7 @@ func (s *Sim) poolsList(r *request) (any, error) {
 	slices.Sort(ids)
 	list := []map[string]any{}
 	for _, id := range ids {
-		if !s.st.privs(r.who, "/pool/"+id)["Pool.Audit"] {
+		if !r.can("/pool/"+id, "Pool.Audit") {
 			continue
 		}
 		list = append(list, map[string]any{"poolid": id, "comment": s.st.pools[id].comment})

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,7 +103,7 @@ func (s *Sim) guestList(kind string) handler {
 	return func(r *request) (any, error) {
 		list := []map[string]any{}
 		for _, g := range s.st.sortedGuests() {
-			if g.kind != kind || g.node != r.str("node") || !s.st.privs(r.who, fmt.Sprintf("/vms/%d", g.vmid))["VM.Audit"] {
+			if g.kind != kind || g.node != r.str("node") || !r.can(fmt.Sprintf("/vms/%d", g.vmid), "VM.Audit") {
 				continue
 			}
 			e := s.guestSummary(g, r)
@@ -288,7 +290,7 @@ func (s *Sim) guestPending(kind string) handler {
 // configControl are the parameters of a config update that are not options.
 var configControl = map[string]bool{
 	"node": true, "vmid": true, "digest": true, "delete": true, "revert": true, "skiplock": true,
-	"force": true, "background_delay": true,
+	"force": true, "background_delay": true, "skip_cloud_init": true, "import-working-storage": true,
 }
 
 // appliedWhileRunning are options a running guest takes at once; others
@@ -305,18 +307,20 @@ func appliedWhileRunning(kind, key string) bool {
 }
 
 // guestUpdate is PUT …/config (synchronous) and, for QEMU, POST …/config
-// (the same as a task). It honours digest, delete, revert and pending values.
+// (the same as a task). It honours digest, delete, revert and pending
+// values, after the checks PVE makes in code: for QEMU (update_vm_api)
+// skiplock is root@pam's, every option deleted or set passes
+// check_vm_modify_config_perm, new disks and volumes check_storage_access,
+// new NICs their bridge's SDN.Use, a custom CPU model Mapping.Use, and,
+// once the configuration is loaded (in the task, for POST), each old and
+// new value its own checks; for LXC (update_pct_config's caller) every
+// option deleted, reverted or set passes check_ct_modify_config_perm.
 func (s *Sim) guestUpdate(kind string, async bool) handler {
 	return func(r *request) (any, error) {
-		g, err := r.guest(kind)
-		if err != nil {
-			return nil, err
-		}
-		if d := r.str("digest"); d != "" && d != g.digest() {
-			return nil, fail("detected modified configuration - file changed by other user? Try again.")
-		}
-		if err := r.checkLock(g); err != nil {
-			return nil, err
+		if kind == "qemu" {
+			if err := r.rootOnly("skiplock"); err != nil {
+				return nil, err
+			}
 		}
 		changes := map[string]string{}
 		for k := range r.args {
@@ -336,10 +340,65 @@ func (s *Sim) guestUpdate(kind string, async bool) handler {
 				return nil, paramError(map[string]string{k: "you can't change and delete at the same time"})
 			}
 		}
+		vmid := r.vmid()
+		if kind == "qemu" {
+			if err := r.qemuModifyConfigPerm(vmid, "", deletes); err != nil {
+				return nil, err
+			}
+			if err := r.qemuModifyConfigPerm(vmid, "", sortedKeys(changes)); err != nil {
+				return nil, err
+			}
+			if err := r.qemuStorageAccess(vmid, changes, ""); err != nil {
+				return nil, err
+			}
+			if err := r.checkBridgeAccess("qemu", changes); err != nil {
+				return nil, err
+			}
+		}
+		g, err := r.guest(kind)
+		if err != nil {
+			return nil, err
+		}
+		if d := r.str("digest"); d != "" && d != g.digest() {
+			return nil, fail("detected modified configuration - file changed by other user? Try again.")
+		}
+		if kind == "qemu" {
+			if err := r.qemuCPUModelAccess(changes["cpu"], g.effective()["cpu"]); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.checkLock(g); err != nil {
+			return nil, err
+		}
+		if kind == "lxc" {
+			unpriv := g.conf["unprivileged"] == "1"
+			for _, step := range []struct {
+				set  map[string]string
+				dels []string
+			}{{nil, deletes}, {nil, reverts}, {changes, nil}} {
+				if err := r.lxcModifyConfigPerm(vmid, "", g.conf, step.set, step.dels, unpriv); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if err := s.checkConfigValues(g, changes); err != nil {
 			return nil, err
 		}
-		apply := func() error { return s.applyConfig(g, changes, deletes, reverts, r.flag("force")) }
+		apply := func() error {
+			if kind == "qemu" {
+				// A reverted option is set again to its current value.
+				checked := maps.Clone(changes)
+				for _, k := range reverts {
+					if v, ok := g.conf[k]; ok {
+						checked[k] = v
+					}
+				}
+				if err := r.qemuUpdateValuePerms(g, checked, deletes); err != nil {
+					return err
+				}
+			}
+			return s.applyConfig(g, changes, deletes, reverts, r.flag("force"))
+		}
 		if !async {
 			return nil, apply()
 		}
@@ -592,13 +651,73 @@ func (s *Sim) guestCurrent(kind string) handler {
 	}
 }
 
+// powerRootOnly are the parameters of each power action only root@pam may
+// give (qemu-server's vm_start, vm_stop, vm_reset, vm_shutdown,
+// vm_suspend, vm_resume; pve-container's vm_start and vm_stop).
+var powerRootOnly = map[string][]string{
+	"qemu start": {"stateuri", "skiplock", "migratedfrom", "migration_type", "migration_network", "targetstorage",
+		"force-cpu", "with-conntrack-state", "nets-host-mtu"},
+	"qemu stop":     {"skiplock", "keepActive", "migratedfrom"},
+	"qemu reset":    {"skiplock"},
+	"qemu shutdown": {"skiplock", "keepActive"},
+	"qemu suspend":  {"skiplock"},
+	"qemu resume":   {"skiplock", "nocheck"},
+	"lxc start":     {"skiplock"},
+	"lxc stop":      {"skiplock"},
+}
+
+// vmstateStorage is QemuConfig::find_vmstate_storage: the configured
+// vmstatestorage, else a shared storage the VM has a disk on, else a
+// local one (a file-based one first), else local.
+func (s *Sim) vmstateStorage(g *guest) string {
+	if v := g.conf["vmstatestorage"]; v != "" {
+		return v
+	}
+	var shared, local string
+	for _, k := range sortedKeys(g.conf) {
+		if !isDiskKey(g.kind, k) || isCDROM(g.conf[k]) {
+			continue
+		}
+		sid, _, ok := parseVolumeID(qemuDrive(g.conf[k])["file"])
+		st := s.st.storage(sid)
+		if !ok || st == nil {
+			continue
+		}
+		dst := &local
+		if st.shared {
+			dst = &shared
+		}
+		if *dst == "" || st.path != "" {
+			*dst = sid
+		}
+	}
+	return cmp.Or(shared, local, "local")
+}
+
 // guestPower starts, stops, shuts down, reboots, suspends, resumes or
-// resets a guest as a task; the state changes when the task ends.
+// resets a guest as a task; the state changes when the task ends. Root's
+// parameters are refused to everyone else first, and a suspend to disk
+// needs VM.Config.Disk and Datastore.AllocateSpace on the state storage
+// (qemu-server's vm_suspend).
 func (s *Sim) guestPower(kind, action string) handler {
 	return func(r *request) (any, error) {
+		if err := r.rootOnly(powerRootOnly[kind+" "+action]...); err != nil {
+			return nil, err
+		}
 		g, err := r.guest(kind)
 		if err != nil {
 			return nil, err
+		}
+		if action == "suspend" && r.flag("todisk") {
+			if g.status != "running" {
+				return nil, fail("VM %d not running", g.vmid)
+			}
+			if err := r.checkVMPerm(g.vmid, "", false, "VM.Config.Disk"); err != nil {
+				return nil, err
+			}
+			if err := r.check("/storage/"+cmp.Or(r.str("statestorage"), s.vmstateStorage(g)), "Datastore.AllocateSpace"); err != nil {
+				return nil, err
+			}
 		}
 		prefix := "qm"
 		if kind == "lxc" {
@@ -746,6 +865,13 @@ func (s *Sim) snapshotRollback(kind string) handler {
 		if err := r.checkLock(g); err != nil {
 			return nil, err
 		}
+		// qemu-server's rollback checks VM.PowerMgmt before a start it
+		// would make as a side effect; pve-container's does not.
+		if kind == "qemu" && r.flag("start") {
+			if err := r.check(fmt.Sprintf("/vms/%d", g.vmid), "VM.PowerMgmt"); err != nil {
+				return nil, err
+			}
+		}
 		g.lock = "rollback"
 		prefix := map[string]string{"qemu": "qm", "lxc": "vz"}[kind]
 		start := r.flag("start")
@@ -842,10 +968,13 @@ func (s *Sim) snapshotUpdate(kind string) handler {
 }
 
 // guestDestroy is DELETE …/{vmid}: refused for protected, running or
-// locked guests; the task removes the guest, its volumes and, with purge,
-// its ACL entries.
+// locked guests (skiplock is root@pam's, qemu-server's destroy_vm); the
+// task removes the guest, its volumes and, with purge, its ACL entries.
 func (s *Sim) guestDestroy(kind string) handler {
 	return func(r *request) (any, error) {
+		if err := r.rootOnly("skiplock"); err != nil {
+			return nil, err
+		}
 		g, err := r.guest(kind)
 		if err != nil {
 			return nil, err
@@ -881,8 +1010,16 @@ func (s *Sim) guestDestroy(kind string) handler {
 }
 
 // guestResize grows a disk: "+2G" adds, "40G" sets; shrinking is refused.
+// It needs Datastore.AllocateSpace on the disk's storage, checked in the
+// task for QEMU (qemu-server's resize_vm, where skiplock is root@pam's),
+// and at once for LXC, after check_ct_modify_config_perm, which reads the
+// disk parameter as an option: VM.Config.Options (pve-container's
+// resize_vm).
 func (s *Sim) guestResize(kind string) handler {
 	return func(r *request) (any, error) {
+		if err := r.rootOnly("skiplock"); err != nil {
+			return nil, err
+		}
 		g, err := r.guest(kind)
 		if err != nil {
 			return nil, err
@@ -898,6 +1035,17 @@ func (s *Sim) guestResize(kind string) handler {
 		if err := r.checkLock(g); err != nil {
 			return nil, err
 		}
+		volid, _ := diskVolume(v)
+		sid, _, _ := parseVolumeID(volid)
+		allocate := func() error { return r.check("/storage/"+sid, "Datastore.AllocateSpace") }
+		if kind == "lxc" {
+			if err := r.lxcModifyConfigPerm(g.vmid, "", g.conf, map[string]string{"disk": key}, nil, g.conf["unprivileged"] == "1"); err != nil {
+				return nil, err
+			}
+			if err := allocate(); err != nil {
+				return nil, err
+			}
+		}
 		cur := parseSizeOpt(v)
 		spec := r.str("size")
 		var want int64
@@ -911,6 +1059,11 @@ func (s *Sim) guestResize(kind string) handler {
 		}
 		return r.startTask(g.node, "resize", strconv.Itoa(g.vmid), durResize,
 			[]string{fmt.Sprintf("resize %s to %s", key, formatSize(want))}, func() error {
+				if kind == "qemu" {
+					if err := allocate(); err != nil {
+						return err
+					}
+				}
 				g.conf[key] = setSizeOpt(g.conf[key], want)
 				volid, _ := diskVolume(g.conf[key])
 				if vol := s.findVolume(g.node, volid); vol != nil {
@@ -936,9 +1089,15 @@ func setSizeOpt(v string, size int64) string {
 	return strings.Join(parts, ",")
 }
 
-// guestClone copies a guest to newid, on the same or the target node.
+// guestClone copies a guest to newid, on the same or the target node. The
+// pool must exist, and the source configuration passes cloneChecks.
 func (s *Sim) guestClone(kind string) handler {
 	return func(r *request) (any, error) {
+		if pool := r.str("pool"); pool != "" {
+			if err := r.checkPoolExist(pool); err != nil {
+				return nil, err
+			}
+		}
 		src, err := r.guest(kind)
 		if err != nil {
 			return nil, err
@@ -969,6 +1128,9 @@ func (s *Sim) guestClone(kind string) handler {
 				return nil, fail("snapshot '%s' does not exist", sn)
 			}
 			conf = cloneConf(snap.conf)
+		}
+		if err := r.cloneChecks(kind, conf, r.str("storage")); err != nil {
+			return nil, err
 		}
 		delete(conf, "template")
 		delete(conf, "protection")
@@ -1042,8 +1204,15 @@ func (s *Sim) guestClone(kind string) handler {
 }
 
 // guestMigrate moves a guest to another node of the simulated cluster.
+// force, migration_type and migration_network are root@pam's (qemu-server's
+// migrate_vm), and a target storage map passes migrateStorageChecks.
 func (s *Sim) guestMigrate(kind string) handler {
 	return func(r *request) (any, error) {
+		if kind == "qemu" {
+			if err := r.rootOnly("force", "migration_type", "migration_network"); err != nil {
+				return nil, err
+			}
+		}
 		g, err := r.guest(kind)
 		if err != nil {
 			return nil, err
@@ -1068,6 +1237,9 @@ func (s *Sim) guestMigrate(kind string) handler {
 			if kind == "lxc" && !r.flag("restart") {
 				return nil, fail("lxc live migration is currently not implemented - use 'restart' mode")
 			}
+		}
+		if err := r.migrateStorageChecks(kind, g.vmid, r.str(map[string]string{"qemu": "targetstorage", "lxc": "target-storage"}[kind])); err != nil {
+			return nil, err
 		}
 		g.lock = "migrate"
 		typ := map[string]string{"qemu": "qmigrate", "lxc": "vzmigrate"}[kind]
@@ -1139,7 +1311,195 @@ func (s *Sim) guestTemplate(kind string) handler {
 	}
 }
 
-// guestCreate creates a guest (or restores one from a backup archive).
+// createControl are the parameters of a create that are not options of
+// the new guest: what create_vm extracts before checking the rest.
+var createControl = map[string]map[string]bool{
+	"qemu": privSet("node", "vmid", "archive", "bwlimit", "force", "pool", "start", "ha-managed", "storage", "unique",
+		"live-restore", "import-working-storage"),
+	"lxc": privSet("node", "vmid", "ignore-unpack-errors", "bwlimit", "start", "ha-managed", "unprivileged", "restore",
+		"unique", "force", "password", "ssh-public-keys", "pool", "ostemplate", "storage"),
+}
+
+// createOptions are the options a create sets on the new guest.
+func (r *request) createOptions(kind string) map[string]string {
+	conf := map[string]string{}
+	for k := range r.args {
+		if !createControl[kind][k] {
+			conf[k] = r.args.Get(k)
+		}
+	}
+	return conf
+}
+
+// qemuCreateChecks are the checks of qemu-server's create_vm before it
+// locks the new configuration: the pool exists; Datastore.AllocateSpace on
+// the storage parameter; Sys.Console for ha-managed; VM.PowerMgmt for
+// start; VM.Allocate on /vms/<vmid> or on the pool, or, to restore over an
+// existing VM, VM.Backup on it (else a bare "Permission check failed");
+// no disk beside an archive, and access to the archive; then the
+// options (qemuCreatePerms).
+func (r *request) qemuCreateChecks(vmid int, existing *guest) error {
+	pool, storage, archive := r.str("pool"), r.str("storage"), r.str("archive")
+	if pool != "" {
+		if err := r.checkPoolExist(pool); err != nil {
+			return err
+		}
+	}
+	if storage != "" {
+		if err := r.check("/storage/"+storage, "Datastore.AllocateSpace"); err != nil {
+			return err
+		}
+	}
+	if r.flag("ha-managed") {
+		if err := r.check("/", "Sys.Console"); err != nil {
+			return err
+		}
+	}
+	vmPath := fmt.Sprintf("/vms/%d", vmid)
+	if r.flag("start") {
+		if err := r.check(vmPath, "VM.PowerMgmt"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case r.can(vmPath, "VM.Allocate"):
+	case pool != "" && r.can("/pool/"+pool, "VM.Allocate"):
+	case archive != "" && r.flag("force") && existing != nil && existing.kind == "qemu" && existing.node == r.str("node") && r.can(vmPath, "VM.Backup"):
+		// restoring over an existing VM the caller may back up
+	default:
+		return permError("")
+	}
+	opts := r.createOptions("qemu")
+	if archive != "" {
+		for _, k := range sortedKeys(opts) {
+			if isQemuDrive(k) {
+				return paramError(map[string]string{k: "option conflicts with option 'archive'"})
+			}
+		}
+		if err := r.checkVolumeAccess(vmid, archive, "backup"); err != nil {
+			return err
+		}
+	}
+	if len(opts) > 0 {
+		return r.qemuCreatePerms(vmid, pool, opts, storage)
+	}
+	return nil
+}
+
+// lxcCreateChecks are the checks of pve-container's create_vm: Sys.Modify
+// on / for a privileged container; Sys.Console for ha-managed; the VM ID
+// is free unless an existing container is force-restored (then it must be
+// stopped and unprotected); the pool exists; VM.Allocate on /vms/<vmid> or
+// on the pool, or VM.Backup on the container a restore overwrites (and
+// Sys.Modify to make it privileged); the options
+// (check_ct_modify_config_perm); access to the template or archive; and
+// Datastore.AllocateSpace on every storage a mount point is allocated on
+// (the storage parameter, local by default, when no rootfs is given).
+func (r *request) lxcCreateChecks(vmid int, existing *guest) error {
+	restore := r.flag("restore")
+	unprivileged := r.flag("unprivileged")
+	if !restore {
+		if !r.has("unprivileged") {
+			unprivileged = true
+		}
+		if !unprivileged {
+			if err := r.check("/", "Sys.Modify"); err != nil {
+				return err
+			}
+		}
+	}
+	if r.flag("ha-managed") {
+		if err := r.check("/", "Sys.Console"); err != nil {
+			return err
+		}
+	}
+	sameExists := existing != nil && existing.kind == "lxc" && existing.node == r.str("node")
+	if !(sameExists && restore && r.flag("force")) {
+		if existing != nil {
+			return fail("%s %d already exists on node '%s'", label(existing.kind), vmid, existing.node)
+		}
+	} else {
+		if existing.status == "running" {
+			return fail("can't overwrite running container")
+		}
+		if existing.conf["protection"] == "1" {
+			return fail("unable to restore CT %d - protection mode enabled", vmid)
+		}
+	}
+	pool := r.str("pool")
+	if pool != "" {
+		if err := r.checkPoolExist(pool); err != nil {
+			return err
+		}
+	}
+	vmPath := fmt.Sprintf("/vms/%d", vmid)
+	switch {
+	case r.can(vmPath, "VM.Allocate"):
+	case pool != "" && r.can("/pool/"+pool, "VM.Allocate"):
+	case restore && r.flag("force") && sameExists && r.can(vmPath, "VM.Backup"):
+		if existing.conf["unprivileged"] == "1" && r.has("unprivileged") && !unprivileged {
+			if err := r.check("/", "Sys.Modify"); err != nil {
+				return err
+			}
+		}
+	default:
+		return permError("")
+	}
+	opts := r.createOptions("lxc")
+	if err := r.lxcModifyConfigPerm(vmid, pool, nil, opts, nil, unprivileged); err != nil {
+		return err
+	}
+	want := "vztmpl"
+	if restore {
+		want = "backup"
+	}
+	if err := r.checkVolumeAccess(vmid, r.str("ostemplate"), want); err != nil {
+		return err
+	}
+	storage := r.str("storage")
+	if storage == "" {
+		storage = "local"
+	}
+	checkStorage := func(sid string) error {
+		st := r.sim.st.storage(sid)
+		if st == nil {
+			return fail("storage '%s' does not exist", sid)
+		}
+		if !st.hasContent("rootdir") {
+			return paramError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
+		}
+		return r.check("/storage/"+sid, "Datastore.AllocateSpace")
+	}
+	hasRootfs := false
+	for _, k := range sortedKeys(opts) {
+		if k != "rootfs" && !isIndexed(k, "mp") {
+			continue
+		}
+		hasRootfs = hasRootfs || k == "rootfs"
+		v := opts[k]
+		if _, err := strconv.ParseFloat(v, 64); err == nil {
+			v = storage + ":" + v
+		}
+		volid, typ := lxcMountPoint(v)
+		if typ != "volume" {
+			if !r.who.isRoot() {
+				return fail("Only root can pass arbitrary filesystem paths.")
+			}
+			continue
+		}
+		sid, _, _ := parseVolumeID(volid)
+		if err := checkStorage(sid); err != nil {
+			return err
+		}
+	}
+	if !hasRootfs {
+		return checkStorage(storage)
+	}
+	return nil
+}
+
+// guestCreate creates a guest (or restores one from a backup archive),
+// after the checks PVE makes in code (qemuCreateChecks, lxcCreateChecks).
 func (s *Sim) guestCreate(kind string) handler {
 	return func(r *request) (any, error) {
 		vmid := r.vmid()
@@ -1148,7 +1508,15 @@ func (s *Sim) guestCreate(kind string) handler {
 		if kind == "lxc" && r.flag("restore") {
 			archive = r.str("ostemplate")
 		}
-		if existing := s.st.guests[vmid]; existing != nil {
+		existing := s.st.guests[vmid]
+		checks := r.qemuCreateChecks
+		if kind == "lxc" {
+			checks = r.lxcCreateChecks
+		}
+		if err := checks(vmid, existing); err != nil {
+			return nil, err
+		}
+		if existing != nil {
 			if archive == "" || !r.flag("force") {
 				return nil, fail("unable to create %s %d - %s %d already exists on node '%s'", label(kind), vmid, label(kind), vmid, existing.node)
 			}
@@ -1173,12 +1541,11 @@ func (s *Sim) guestCreate(kind string) handler {
 				return nil, fail("volume '%s' does not exist", tmpl)
 			}
 		}
-		for k := range r.args {
-			switch k {
-			case "node", "vmid", "archive", "force", "start", "pool", "storage", "unique", "ostemplate", "restore", "password", "ssh-public-keys", "live-restore", "bwlimit", "ignore-unpack-errors":
-				continue
-			}
-			conf[k] = r.args.Get(k)
+		for k, v := range r.createOptions(kind) {
+			conf[k] = v
+		}
+		if kind == "lxc" && !r.flag("restore") && (!r.has("unprivileged") || r.flag("unprivileged")) {
+			conf["unprivileged"] = "1"
 		}
 		g := &guest{vmid: vmid, kind: kind, node: nodeName, conf: conf, status: "stopped", lock: "create", pool: r.str("pool")}
 		if err := s.checkConfigValues(g, conf); err != nil {
@@ -1195,6 +1562,17 @@ func (s *Sim) guestCreate(kind string) handler {
 		storageOverride := r.str("storage")
 		t := r.startTask(nodeName, typ, strconv.Itoa(vmid), durCreate, []string{fmt.Sprintf("%s %s %d", strings.TrimPrefix(typ, prefix), label(kind), vmid)},
 			func() error {
+				if restoreFrom != nil {
+					if err := r.restoreChecks(kind, restoreFrom.guestConf, g.conf, previous); err != nil {
+						// Nothing was restored: the old guest, if any, stays.
+						if previous != nil {
+							s.st.guests[vmid] = previous
+						} else {
+							delete(s.st.guests, vmid)
+						}
+						return taskError(err)
+					}
+				}
 				if previous != nil {
 					for k, v := range previous.conf {
 						if (isDiskKey(kind, k) && !isCDROM(v)) || isIndexed(k, "unused") {

@@ -12,7 +12,6 @@ func (s *Sim) nodeRoutes(add func(string, handler)) {
 	add("GET /nodes", s.nodesList)
 	add("GET /nodes/{node}/status", s.nodeStatus)
 	add("GET /nodes/{node}/version", s.version)
-	add("GET /nodes/{node}/disks/list", s.nodeDisks)
 	add("GET /nodes/{node}/network", s.nodeNetwork)
 	add("GET /nodes/{node}/services", s.nodeServices)
 	add("GET /nodes/{node}/services/{service}/state", s.serviceState)
@@ -58,37 +57,38 @@ func (s *Sim) nodeCPU(n *node, now time.Time) float64 {
 	return usage(n.id, now, 0.02+0.03*float64(running))
 }
 
-// nodesList is GET /nodes; an offline node shows only its name and status.
+// nodesList is GET /nodes: every node, as pve-manager's Nodes index lists
+// them; the load figures only with Sys.Audit on /nodes/<node>
+// (extract_node_stats with exclude_stats); an offline node shows only its
+// name and status.
 func (s *Sim) nodesList(r *request) (any, error) {
 	list := []map[string]any{}
 	for _, n := range s.st.nodes {
-		if !s.st.privs(r.who, "/nodes/"+n.name)["Sys.Audit"] && !s.anyGuestVisible(r) {
-			continue
-		}
-		e := map[string]any{"node": n.name, "id": "node/" + n.name, "type": "node", "level": "", "status": "offline"}
-		if n.online {
-			e["status"] = "online"
-			e["cpu"] = s.nodeCPU(n, r.now)
-			e["maxcpu"] = n.cpus
-			e["mem"] = s.nodeMemUsed(n)
-			e["maxmem"] = n.memTotal
-			e["disk"] = n.rootTotal / 4
-			e["maxdisk"] = n.rootTotal
-			e["uptime"] = int64(r.now.Sub(n.bootedAt).Seconds())
-			e["ssl_fingerprint"] = n.sslFP
-		}
+		e := s.nodeEntry(r, n)
+		e["ssl_fingerprint"] = n.sslFP
 		list = append(list, e)
 	}
 	return list, nil
 }
 
-func (s *Sim) anyGuestVisible(r *request) bool {
-	for _, g := range s.st.guests {
-		if s.st.privs(r.who, fmt.Sprintf("/vms/%d", g.vmid))["VM.Audit"] {
-			return true
-		}
+// nodeEntry is API2Tools::extract_node_stats for a node.
+func (s *Sim) nodeEntry(r *request, n *node) map[string]any {
+	e := map[string]any{"node": n.name, "id": "node/" + n.name, "type": "node", "level": "", "status": "offline"}
+	if !n.online {
+		return e
 	}
-	return false
+	e["status"] = "online"
+	if !r.can("/nodes/"+n.name, "Sys.Audit") {
+		return e
+	}
+	e["cpu"] = s.nodeCPU(n, r.now)
+	e["maxcpu"] = n.cpus
+	e["mem"] = s.nodeMemUsed(n)
+	e["maxmem"] = n.memTotal
+	e["disk"] = n.rootTotal / 4
+	e["maxdisk"] = n.rootTotal
+	e["uptime"] = int64(r.now.Sub(n.bootedAt).Seconds())
+	return e
 }
 
 // nodeStatus has the shape of pve-manager 9.1's answer.
@@ -121,30 +121,6 @@ func (s *Sim) nodeStatus(r *request) (any, error) {
 	}, nil
 }
 
-func (s *Sim) nodeDisks(r *request) (any, error) {
-	n := r.node()
-	list := []map[string]any{}
-	typeFilter := r.str("type")
-	for _, d := range n.disks {
-		if typeFilter == "unused" && d.used != "" {
-			continue
-		}
-		e := map[string]any{
-			"devpath": d.devpath, "model": d.model, "serial": d.serial, "size": d.size, "type": d.typ, "health": d.health,
-			"gpt": boolInt(d.gpt), "mounted": 0, "osdid": -1, "osdid-list": nil, "wwn": d.wwn, "vendor": d.vendor,
-			"by_id_link": "/dev/disk/by-id/" + strings.ReplaceAll(d.model, " ", "_") + "_" + d.serial, "wearout": "N/A", "rpm": d.rpm,
-		}
-		if d.used != "" {
-			e["used"] = d.used
-		}
-		if d.typ == "nvme" {
-			e["wearout"] = 99
-		}
-		list = append(list, e)
-	}
-	return list, nil
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -152,11 +128,36 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// canAccessBridge is RPCEnvironment::check_sdn_bridge with SDN.Audit or
+// SDN.Use on the bridge, /sdn/zones/localnetwork/<bridge>, or on one of its
+// VLANs that has an ACL entry.
+func (r *request) canAccessBridge(bridge string) bool {
+	if r.who.isRoot() {
+		return true
+	}
+	path := "/sdn/zones/localnetwork/" + bridge
+	if r.canAny(path, "SDN.Audit", "SDN.Use") {
+		return true
+	}
+	for _, e := range r.sim.st.acl {
+		if vlan, ok := strings.CutPrefix(e.path, path+"/"); ok && !strings.Contains(vlan, "/") && r.canAny(e.path, "SDN.Audit", "SDN.Use") {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeNetwork is GET /nodes/{node}/network: the interfaces of the type
+// asked for; a bridge only for a caller with access to it, as pve-manager's
+// Network index checks.
 func (s *Sim) nodeNetwork(r *request) (any, error) {
 	n := r.node()
 	list := []map[string]any{}
 	for _, ifc := range n.ifaces {
 		if t := r.str("type"); t != "" && t != "any_bridge" && t != ifc.typ || t == "any_bridge" && ifc.typ != "bridge" {
+			continue
+		}
+		if ifc.typ == "bridge" && !r.canAccessBridge(ifc.name) {
 			continue
 		}
 		e := map[string]any{"iface": ifc.name, "type": ifc.typ, "method": ifc.method, "method6": "manual", "families": []string{"inet"},

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,9 +27,12 @@ func (st *storage) config() map[string]any {
 	if st.shared {
 		e["shared"] = 1
 	}
+	for k, v := range st.options {
+		e[k] = v
+	}
 	switch st.typ {
 	case "lvmthin":
-		e["vgname"], e["thinpool"] = "pve", "data"
+		e["vgname"], e["thinpool"] = storageVG(st)
 	case "nfs":
 		e["server"], e["export"], e["options"] = "10.10.0.5", "/export/pve-backup", "vers=4.2"
 		e["prune-backups"] = "keep-daily=7,keep-weekly=4"
@@ -41,7 +46,7 @@ func (s *Sim) storageConfigList(r *request) (any, error) {
 		if t := r.str("type"); t != "" && t != st.typ {
 			continue
 		}
-		if s.st.privs(r.who, "/storage/"+st.id)["Datastore.Audit"] || s.st.privs(r.who, "/storage/"+st.id)["Datastore.AllocateSpace"] {
+		if r.canAny("/storage/"+st.id, "Datastore.Audit", "Datastore.AllocateSpace") {
 			list = append(list, st.config())
 		}
 	}
@@ -76,8 +81,7 @@ func (s *Sim) storageStatusEntry(st *storage, nodeName string) map[string]any {
 func (s *Sim) nodeStorageList(r *request) (any, error) {
 	list := []map[string]any{}
 	for _, st := range s.st.storages {
-		privs := s.st.privs(r.who, "/storage/"+st.id)
-		if !privs["Datastore.Audit"] && !privs["Datastore.AllocateSpace"] {
+		if !r.canAny("/storage/"+st.id, "Datastore.Audit", "Datastore.AllocateSpace") {
 			continue
 		}
 		if id := r.str("storage"); id != "" && id != st.id {
@@ -129,14 +133,16 @@ func volumeEntry(v *volume) map[string]any {
 }
 
 // storageContent lists a storage's volumes, filtered by content and VM ID;
-// only volumes the caller may see (Datastore.Audit on the storage, or
-// VM.Audit on the owning guest for images and backups).
+// only volumes the caller may access (pve-storage's Content.pm index runs
+// check_volume_access on each and skips those that fail: without
+// Datastore.Allocate, a disk image needs Datastore.Audit and
+// VM.Config.Disk on its guest, a backup Datastore.AllocateSpace and
+// VM.Backup).
 func (s *Sim) storageContent(r *request) (any, error) {
 	st, err := r.storage()
 	if err != nil {
 		return nil, err
 	}
-	audit := s.st.privs(r.who, "/storage/"+st.id)["Datastore.Audit"]
 	list := []map[string]any{}
 	for _, v := range st.volumesOn(r.str("node")) {
 		if c := r.str("content"); c != "" && c != v.content {
@@ -145,7 +151,7 @@ func (s *Sim) storageContent(r *request) (any, error) {
 		if id := r.num("vmid", 0); id != 0 && v.vmid != id {
 			continue
 		}
-		if !audit && !(v.vmid != 0 && s.st.privs(r.who, fmt.Sprintf("/vms/%d", v.vmid))["VM.Audit"]) {
+		if r.checkVolumeAccess(0, v.volid, "") != nil {
 			continue
 		}
 		list = append(list, volumeEntry(v))
@@ -153,22 +159,39 @@ func (s *Sim) storageContent(r *request) (any, error) {
 	return list, nil
 }
 
-// volumeParam resolves the {volume} of a content path: a full volume ID or
-// a name on the path's storage.
-func (r *request) volume(st *storage) (*volume, string) {
+// volume resolves the {volume} of a content path as Content.pm's
+// real_volume_id does: a full volume ID of the path's storage, or a name
+// on it; a volume ID of another storage is refused.
+func (r *request) volume(st *storage) (*volume, string, error) {
 	volid := r.str("volume")
-	if !strings.Contains(volid, ":") {
+	if strings.Contains(volid, ":") {
+		sid, _, ok := parseVolumeID(volid)
+		if !ok {
+			return nil, "", paramError(map[string]string{"volume": fmt.Sprintf("unable to parse volume ID '%s'", volid)})
+		}
+		if sid != st.id {
+			return nil, "", paramError(map[string]string{"volume": fmt.Sprintf("storage ID mismatch (%s != %s)", sid, st.id)})
+		}
+	} else {
 		volid = st.id + ":" + volid
 	}
-	return r.sim.findVolume(r.str("node"), volid), volid
+	return r.sim.findVolume(r.str("node"), volid), volid, nil
 }
 
+// volumeInfo is GET …/content/{volume}, for a caller that may access the
+// volume (check_volume_access, Content.pm's info).
 func (s *Sim) volumeInfo(r *request) (any, error) {
 	st, err := r.storage()
 	if err != nil {
 		return nil, err
 	}
-	v, volid := r.volume(st)
+	v, volid, err := r.volume(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkVolumeAccess(0, volid, ""); err != nil {
+		return nil, err
+	}
 	if v == nil {
 		return nil, fail("volume '%s' does not exist", volid)
 	}
@@ -187,13 +210,32 @@ func (s *Sim) volumeInfo(r *request) (any, error) {
 }
 
 // volumeDelete removes a volume; a disk in use by a guest is refused, as
-// PVE refuses it, and so is a protected backup.
+// PVE refuses it, and so is a protected backup. A guest's backup needs
+// Datastore.AllocateSpace on the storage and VM.Backup on the guest, any
+// other volume Datastore.Allocate (pve-storage's Content.pm delete).
 func (s *Sim) volumeDelete(r *request) (any, error) {
 	st, err := r.storage()
 	if err != nil {
 		return nil, err
 	}
-	v, volid := r.volume(st)
+	v, volid, err := r.volume(st)
+	if err != nil {
+		return nil, err
+	}
+	vtype, owner, err := s.st.parseVolname(volid)
+	if err != nil {
+		return nil, err
+	}
+	if vtype == "backup" && owner != 0 {
+		if err := r.check("/storage/"+st.id, "Datastore.AllocateSpace"); err != nil {
+			return nil, err
+		}
+		if err := r.check(fmt.Sprintf("/vms/%d", owner), "VM.Backup"); err != nil {
+			return nil, err
+		}
+	} else if err := r.check("/storage/"+st.id, "Datastore.Allocate"); err != nil {
+		return nil, err
+	}
 	if v == nil {
 		return nil, fail("volume '%s' does not exist", volid)
 	}
@@ -216,13 +258,76 @@ func (s *Sim) volumeDelete(r *request) (any, error) {
 	}), nil
 }
 
+// vzdumpChecks are the checks of pve-manager's vzdump API before its
+// worker starts: tmpdir, dumpdir, script and job-id are root@pam's;
+// bwlimit, ionice and performance need Sys.Modify on /; a fleecing storage
+// Datastore.AllocateSpace; prune-backups Datastore.Allocate on the backup
+// storage (assert_param_permission_vzdump and API2/Backup.pm's
+// assert_param_permission_common); stop Sys.Modify on the node; and the
+// backup storage (local unless given) Datastore.AllocateSpace.
+func (r *request) vzdumpChecks(storeID string) error {
+	if !r.who.isRoot() {
+		for _, k := range []string{"tmpdir", "dumpdir", "script", "job-id"} {
+			if r.has(k) {
+				return paramError(map[string]string{k: "Only root may set this option."})
+			}
+		}
+		if r.has("bwlimit") || r.has("ionice") || r.has("performance") {
+			if err := r.check("/", "Sys.Modify"); err != nil {
+				return err
+			}
+		}
+		if f := r.str("fleecing"); f != "" {
+			if sid := propertyString(f, "enabled", nil)["storage"]; sid != "" {
+				if err := r.check("/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+					return err
+				}
+			}
+		}
+		if r.has("prune-backups") && storeID != "" {
+			if err := r.check("/storage/"+storeID, "Datastore.Allocate"); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range []string{"all", "exclude", "pool"} {
+		if r.has(k) && r.str(k) != "0" && r.str("vmid") != "" {
+			return paramError(map[string]string{k: "option conflicts with option 'vmid'"})
+		}
+	}
+	if r.flag("stop") {
+		if err := r.check("/nodes/"+r.str("node"), "Sys.Modify"); err != nil {
+			return err
+		}
+	}
+	if storeID != "" {
+		return r.check("/storage/"+storeID, "Datastore.AllocateSpace")
+	}
+	return nil
+}
+
+// taskError is an error as a task's exit status shows it: the message,
+// without the HTTP status a synchronous answer would carry.
+func taskError(err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return errors.New(ae.msg)
+	}
+	return err
+}
+
 // vzdump backs up guests of the node to a backup storage; each archive
-// appears as storage content when the task ends.
+// appears as storage content when the task ends. VM.Backup on each guest
+// is checked in the task, as PVE's exec_backup does: with all (or
+// exclude) a guest without it is skipped, otherwise the job fails.
 func (s *Sim) vzdump(r *request) (any, error) {
 	nodeName := r.str("node")
 	storeID := r.str("storage")
-	if storeID == "" {
+	if storeID == "" && !r.has("dumpdir") {
 		storeID = "local"
+	}
+	if err := r.vzdumpChecks(storeID); err != nil {
+		return nil, err
 	}
 	st := s.st.storage(storeID)
 	if st == nil {
@@ -231,8 +336,9 @@ func (s *Sim) vzdump(r *request) (any, error) {
 	if !st.hasContent("backup") {
 		return nil, fail("cannot use storage '%s': storage does not support backup content", storeID)
 	}
+	all := r.flag("all") || r.has("exclude")
 	var targets []*guest
-	if r.flag("all") {
+	if all {
 		for _, g := range s.st.sortedGuests() {
 			if g.node == nodeName && !strings.Contains(","+r.str("exclude")+",", ","+strconv.Itoa(g.vmid)+",") {
 				targets = append(targets, g)
@@ -253,16 +359,30 @@ func (s *Sim) vzdump(r *request) (any, error) {
 	if len(targets) == 0 {
 		return nil, paramError(map[string]string{"vmid": "property is missing and it is not optional"})
 	}
+	slices.SortFunc(targets, func(a, b *guest) int { return a.vmid - b.vmid })
+	var allowed []*guest
+	var denied error
 	for _, g := range targets {
-		if !s.st.privs(r.who, fmt.Sprintf("/vms/%d", g.vmid))["VM.Backup"] {
-			return nil, failStatus(403, "Permission check failed (/vms/%d, VM.Backup)", g.vmid)
+		err := r.check(fmt.Sprintf("/vms/%d", g.vmid), "VM.Backup")
+		switch {
+		case err == nil:
+			allowed = append(allowed, g)
+		case !all && denied == nil:
+			denied = taskError(err)
 		}
+	}
+	id := ""
+	if len(targets) == 1 {
+		id = strconv.Itoa(targets[0].vmid)
+	}
+	if denied != nil {
+		return r.startTask(nodeName, "vzdump", id, durQuick, []string{"INFO: starting new backup job"}, func() error { return denied }), nil
+	}
+	targets = allowed
+	for _, g := range targets {
 		if err := r.checkLock(g); err != nil {
 			return nil, err
 		}
-	}
-	if !s.st.privs(r.who, "/storage/"+storeID)["Datastore.AllocateSpace"] {
-		return nil, failStatus(403, "Permission check failed (/storage/%s, Datastore.AllocateSpace)", storeID)
 	}
 	mode := r.str("mode")
 	if mode == "" {
@@ -271,10 +391,6 @@ func (s *Sim) vzdump(r *request) (any, error) {
 	compress := r.str("compress")
 	notesTmpl := r.str("notes-template")
 	protected := r.flag("protected")
-	id := ""
-	if len(targets) == 1 {
-		id = strconv.Itoa(targets[0].vmid)
-	}
 	var log []string
 	for _, g := range targets {
 		g.lock = "backup"

@@ -121,15 +121,19 @@ func (s *Sim) taskRoutes(add func(string, handler)) {
 	add("GET /cluster/tasks", s.clusterTasks)
 }
 
-// mayReadTask is PVE's rule: your own tasks, or Sys.Audit on the node.
-func (r *request) mayReadTask(t *task) bool {
-	if t.upid.User == r.who.tokenid || t.upid.UserID() == r.who.userid && !r.who.privsep {
-		return true
+// ownsTask is pve-manager's Tasks.pm check_task_user: a token owns the
+// tasks it started; a user (never a caller here) its own and its tokens'.
+func (r *request) ownsTask(t *task) bool {
+	if r.who.tokenid != "" {
+		return t.upid.User == r.who.tokenid
 	}
-	return r.sim.st.privs(r.who, "/nodes/"+t.upid.Node)["Sys.Audit"]
+	return t.upid.UserID() == r.who.userid
 }
 
-func (r *request) findTask() (*task, error) {
+// findTask parses the UPID and finds the task on the path's node; a
+// caller that does not own it needs priv on the node: Sys.Audit to read it
+// (read_task_status, read_task_log), Sys.Modify to stop it (stop_task).
+func (r *request) findTask(priv string) (*task, error) {
 	upid := r.str("upid")
 	if _, err := pve.ParseUPID(upid); err != nil {
 		return nil, fail("unable to parse worker upid '%s'", upid)
@@ -138,14 +142,16 @@ func (r *request) findTask() (*task, error) {
 	if t == nil || t.upid.Node != r.str("node") {
 		return nil, fail("no such task")
 	}
-	if !r.mayReadTask(t) {
-		return nil, failStatus(403, "Permission check failed (/nodes/%s, Sys.Audit)", t.upid.Node)
+	if !r.ownsTask(t) {
+		if err := r.check("/nodes/"+r.str("node"), priv); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
 
 func (s *Sim) taskStatus(r *request) (any, error) {
-	t, err := r.findTask()
+	t, err := r.findTask("Sys.Audit")
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +169,7 @@ func (s *Sim) taskStatus(r *request) (any, error) {
 // taskLog pages the log like PVE's dump_logfile: 1-based line numbers,
 // "total" counts every line, and an empty log reads as one "no content".
 func (s *Sim) taskLog(r *request) (any, error) {
-	t, err := r.findTask()
+	t, err := r.findTask("Sys.Audit")
 	if err != nil {
 		return nil, err
 	}
@@ -184,12 +190,9 @@ func (s *Sim) taskLog(r *request) (any, error) {
 }
 
 func (s *Sim) taskStop(r *request) (any, error) {
-	t, err := r.findTask()
+	t, err := r.findTask("Sys.Modify")
 	if err != nil {
 		return nil, err
-	}
-	if t.upid.User != r.who.tokenid && !s.st.privs(r.who, "/nodes/"+t.upid.Node)["Sys.Modify"] {
-		return nil, failStatus(403, "Permission check failed (/nodes/%s, Sys.Modify)", t.upid.Node)
 	}
 	if t.running() {
 		t.failWith = "unexpected status"
@@ -199,13 +202,15 @@ func (s *Sim) taskStop(r *request) (any, error) {
 	return nil, nil
 }
 
-// nodeTasks lists a node's tasks, newest first, with PVE's filters.
+// nodeTasks lists a node's tasks, newest first, with PVE's filters: the
+// caller's own, or all with Sys.Audit on the node (node_tasks).
 func (s *Sim) nodeTasks(r *request) (any, error) {
 	nodeName := r.str("node")
+	auditor := r.can("/nodes/"+nodeName, "Sys.Audit")
 	var list []map[string]any
 	for i := len(s.st.tasks) - 1; i >= 0; i-- {
 		t := s.st.tasks[i]
-		if t.upid.Node != nodeName || !r.mayReadTask(t) || !r.taskMatches(t) {
+		if t.upid.Node != nodeName || !(auditor || r.ownsTask(t)) || !r.taskMatches(t) {
 			continue
 		}
 		list = append(list, taskEntry(t))
@@ -267,11 +272,15 @@ func (r *request) taskMatches(t *task) bool {
 	return true
 }
 
-// clusterTasks lists the recent tasks of every node, newest first.
+// clusterTasks lists the recent tasks of every node, newest first: all
+// with Sys.Audit on /, else those whose user is the caller. Cluster.pm
+// compares the task's user, with any token name split off, to the caller's
+// ID, so a token without Sys.Audit on / sees none, not even its own.
 func (s *Sim) clusterTasks(r *request) (any, error) {
+	all := r.can("/", "Sys.Audit")
 	list := []map[string]any{}
 	for i := len(s.st.tasks) - 1; i >= 0; i-- {
-		if t := s.st.tasks[i]; r.mayReadTask(t) {
+		if t := s.st.tasks[i]; all || t.upid.UserID() == r.who.id() {
 			list = append(list, taskEntry(t))
 		}
 	}
