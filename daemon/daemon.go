@@ -153,7 +153,18 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	d.keyLimiter = transport.NewLimiter(g.RatePerKey, g.BurstPerKey, 0, nil)
 	d.sourceLimiter = transport.NewLimiter(g.RatePerSource, g.BurstPerSource, 0, nil)
 	d.refusals = newRefusalAudit(d.jrnl, d.log)
-	d.guard = breakglass.NewGuard(breakglass.Protected{Paths: cfg.Protected.Paths, Volumes: cfg.Protected.Volumes, Devices: cfg.Protected.Devices})
+	// The guard reads PVE's view with the least privileged token there is.
+	var inventory breakglass.Reader
+	for _, t := range []tools.Tier{tools.TierReadOnly, tools.TierOperator, tools.TierAdmin, tools.TierRoot} {
+		if c := d.pve.clients[t]; c != nil && inventory == nil {
+			inventory = c
+		}
+	}
+	if d.guard, err = breakglass.NewGuard(breakglass.Protected{Paths: cfg.Protected.Paths, Volumes: cfg.Protected.Volumes, Devices: cfg.Protected.Devices},
+		breakglass.Options{PVE: inventory, Logger: d.log}); err != nil {
+		d.jrnl.Close()
+		return nil, err
+	}
 	mode, err := tools.ParseMode(cfg.Tools.Mode)
 	if err != nil {
 		return nil, err

@@ -115,10 +115,14 @@ func run(ctx context.Context, addr string, log *slog.Logger) error {
 	if _, err := rand.Read(confirmKey); err != nil {
 		return err
 	}
+	guard, err := breakglass.NewGuard(breakglass.Protected{}, breakglass.Options{Logger: log})
+	if err != nil {
+		return err
+	}
 	srv, err := tools.New(tools.Options{
 		Name: "proxmox-mcp", Version: "conformance-rig", Mode: tools.ModeCompact,
 		Registry: src, Policy: engine, PVE: tiers, Audit: &logAuditor{log: log},
-		Guard:      breakglass.NewGuard(breakglass.Protected{}),
+		Guard:      guard,
 		Switches:   tools.Switches{AllowMutations: true},
 		ConfirmKey: confirmKey, Logger: log,
 		Extra: fixtureTools(),
