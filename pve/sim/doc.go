@@ -3,7 +3,10 @@
 // HTTP status line, 400 parameter verification with an errors map, 401/403
 // with PVE's messages, 500 on a stale digest, 501 for unknown methods, UPIDs
 // and tasks that change state when they finish, PVEAPIToken authentication
-// with privilege-separated tokens checked against PVE's roles and ACLs.
+// with privilege-separated tokens checked against PVE's roles and ACLs:
+// the schema's permissions object of every endpoint and, in the handlers,
+// the checks PVE makes in code (checks.go names the PVE function of each).
+// A token is never root@pam, not even root@pam's own.
 //
 // Every endpoint of the loaded schema validates its parameters exactly as
 // the schema says (package schema); endpoints without a semantic handler

@@ -73,6 +73,7 @@ func (s *Sim) endTask(t *task, at time.Time) {
 	}
 	switch {
 	case err != nil:
+		err = taskError(err) // a task's status has no HTTP status
 		t.exit = err.Error()
 		t.log = append(t.log, "TASK ERROR: "+err.Error())
 	case t.warnings > 0:
