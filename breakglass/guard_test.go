@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
@@ -230,7 +232,7 @@ func TestGuardFailsClosed(t *testing.T) {
 		{"PVE unreachable", func() *Guard {
 			g, _ := NewGuard(repository, Options{PVE: down, ResolvePath: repoFS.resolve})
 			return g
-		}, "inventory cannot be read from PVE: GET /storage: pve: GET /storage: connection refused"},
+		}, "inventory cannot be read from PVE: pve: GET /storage: connection refused"},
 		{"no token", func() *Guard {
 			g, _ := NewGuard(repository, Options{ResolvePath: repoFS.resolve})
 			return g
@@ -308,4 +310,37 @@ func TestOperatorCannotConfirmProtectedGuest(t *testing.T) {
 	if d := decide("POST", "/nodes/pve1/qemu/100/status/stop", nil); d.Effect != policy.Confirm {
 		t.Errorf("stop of VM 100: %+v, want confirm", d)
 	}
+}
+
+// The inventory is read again once it is older than MaxAge, and callers
+// that need it at the same time share one read.
+func TestGuardInventoryAgeAndSingleFlight(t *testing.T) {
+	b := newBed(t)
+	synctest.Test(t, func(t *testing.T) {
+		g := b.guard(repository)
+		stop := func() {
+			if got := b.check(g, "POST", "/nodes/pve1/qemu/900/status/stop", nil); !got.has("guest", "vm 900 scsi1") {
+				t.Errorf("stop of VM 900: %+v", got.Hits)
+			}
+		}
+		stop()
+		stop()
+		if n := b.ro.loads.Load(); n != 1 {
+			t.Fatalf("%d inventory reads within MaxAge, want 1", n)
+		}
+		time.Sleep(DefaultMaxAge)
+		stop()
+		if n := b.ro.loads.Load(); n != 2 {
+			t.Fatalf("%d inventory reads after MaxAge, want 2", n)
+		}
+		time.Sleep(DefaultMaxAge)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(stop)
+		}
+		wg.Wait()
+		if n := b.ro.loads.Load(); n != 3 {
+			t.Fatalf("%d inventory reads after 8 concurrent calls, want 3", n)
+		}
+	})
 }

@@ -54,7 +54,7 @@ func (g *Guard) guestHolds(ctx context.Context, inv *inventory, gi *guestInfo) (
 		if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "does not exist") {
 			return nil, fmt.Errorf("%s on node %s: %w", guestLabel(gi.typ, gi.vmid), gi.node, errNoGuest)
 		}
-		return nil, fmt.Errorf("GET %s/pending: %w", base, err)
+		return nil, err
 	}
 	for _, p := range pending {
 		if p.Value != nil {
@@ -68,7 +68,7 @@ func (g *Guard) guestHolds(ctx context.Context, inv *inventory, gi *guestInfo) (
 		// The raw lxc.* keys are only in the configuration itself.
 		var conf map[string]any
 		if err := g.pve.Get(ctx, base+"/config", nil, &conf); err != nil {
-			return nil, fmt.Errorf("GET %s/config: %w", base, err)
+			return nil, err
 		}
 		entries = append(entries, rawLXC(conf, "")...)
 	}
@@ -76,7 +76,7 @@ func (g *Guard) guestHolds(ctx context.Context, inv *inventory, gi *guestInfo) (
 		Name string `json:"name"`
 	}
 	if err := g.pve.Get(ctx, base+"/snapshot", nil, &snaps); err != nil {
-		return nil, fmt.Errorf("GET %s/snapshot: %w", base, err)
+		return nil, err
 	}
 	for _, s := range snaps {
 		if s.Name == "current" {
@@ -84,7 +84,7 @@ func (g *Guard) guestHolds(ctx context.Context, inv *inventory, gi *guestInfo) (
 		}
 		var conf map[string]any
 		if err := g.pve.Get(ctx, base+"/config", url.Values{"snapshot": {s.Name}}, &conf); err != nil {
-			return nil, fmt.Errorf("GET %s/config?snapshot=%s: %w", base, s.Name, err)
+			return nil, err
 		}
 		where := " (snapshot " + s.Name + ")"
 		for _, k := range sortedKeys(conf) {

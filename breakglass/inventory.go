@@ -60,18 +60,18 @@ type nodeView struct {
 	zfsUnknown string
 }
 
-// guestInfo is a guest and what of the repository it holds.
+// guestInfo is where a guest lives. What it holds is read when a call
+// targets it, never from the inventory.
 type guestInfo struct {
-	vmid  int
-	node  string
-	typ   string // qemu or lxc
-	pool  string
-	err   error // its configuration could not be read
-	holds []mark
+	vmid int
+	node string
+	typ  string // qemu or lxc
+	pool string
 }
 
 // inventory is PVE's view of what references the protected objects, at
-// one moment. It is never changed after it is built.
+// one moment: storages, block devices, LVM, directory units and mappings,
+// and where each guest lives. It is never changed after it is built.
 type inventory struct {
 	at time.Time
 	// unresolved are configured objects that could not be found in PVE's
@@ -89,7 +89,9 @@ type inventory struct {
 	// storageConf is /storage by id.
 	storageConf map[string]storageConf
 	nodes       map[string]*nodeView
-	guests      map[int]*guestInfo
+	// guests are where each guest lives (what it holds is read when a
+	// call targets it).
+	guests map[int]*guestInfo
 	// owners are guests that own a protected volume by its name (PVE
 	// destroys vm-900-* with VM 900 even when no config names it).
 	owners map[int]mark
@@ -176,7 +178,7 @@ type diskRow struct {
 // refreshTimeout bounds one inventory read.
 const refreshTimeout = 30 * time.Second
 
-// parallelReads bounds the reads in flight while the inventory is built.
+// parallelReads bounds the guest configurations read at once for a call.
 const parallelReads = 8
 
 // loader builds one inventory.
@@ -202,21 +204,14 @@ func (g *Guard) load(ctx context.Context) (*inventory, error) {
 	}
 	l.deriveDevices()
 	l.derivePaths()
-	if err := l.deriveVolumes(); err != nil {
-		return nil, err
-	}
-	if err := l.readOwners(); err != nil {
-		return nil, err
-	}
-	l.readGuests()
+	l.deriveVolumes()
+	l.readOwners()
 	return l.inv, nil
 }
 
+// get reads one path; the reader's errors name the call.
 func (l *loader) get(path string, q url.Values, out any) error {
-	if err := l.g.pve.Get(l.ctx, path, q, out); err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	return nil
+	return l.g.pve.Get(l.ctx, path, q, out)
 }
 
 // readCluster reads the storages, the nodes with their disks, LVM and
@@ -578,7 +573,7 @@ func (l *loader) derivePaths() {
 // deriveVolumes turns the protected volumes and LVs into volume ids on
 // every storage that reaches them, marks the storages over wholly
 // protected volume groups, and the thin pools that hold protected LVs.
-func (l *loader) deriveVolumes() error {
+func (l *loader) deriveVolumes() {
 	inv := l.inv
 	protectLV := func(lv string, m mark) {
 		if _, ok := inv.lvs[lv]; !ok {
@@ -651,7 +646,6 @@ func (l *loader) deriveVolumes() error {
 			}
 		}
 	}
-	return nil
 }
 
 // volumeFile is the file of a volume on a directory storage.
@@ -687,7 +681,7 @@ func storageOnNode(s storageConf, node string) bool {
 // and of those that hold protected LVs: the guests that own a volume
 // there are guests of the repository, and a thin pool holding a protected
 // LV is found.
-func (l *loader) readOwners() error {
+func (l *loader) readOwners() {
 	inv := l.inv
 	for _, id := range sortedKeys(inv.storageConf) {
 		s := inv.storageConf[id]
@@ -745,22 +739,6 @@ func (l *loader) readOwners() error {
 			}
 		}
 	}
-	return nil
-}
-
-// readGuests reads every guest's configuration (current, pending,
-// snapshots) and records what of the repository it holds.
-func (l *loader) readGuests() {
-	sem := make(chan struct{}, parallelReads)
-	var wg sync.WaitGroup
-	for _, gi := range l.inv.guests {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			gi.holds, gi.err = l.g.guestHolds(l.ctx, l.inv, gi)
-		})
-	}
-	wg.Wait()
 }
 
 func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {

@@ -44,14 +44,19 @@ func registry91(tb testing.TB) *schema.Registry {
 // synctest bubble) with one token, as a *pve.Client would, and counts the
 // reads.
 type simAPI struct {
-	h     http.Handler
-	auth  string
-	gets  atomic.Int64
+	h    http.Handler
+	auth string
+	gets atomic.Int64
+	// loads counts GET /storage: one per inventory read.
+	loads atomic.Int64
 	fails atomic.Bool // every request fails, as when pveproxy is down
 }
 
 func (a *simAPI) Get(ctx context.Context, path string, q url.Values, out any) error {
 	a.gets.Add(1)
+	if path == "/storage" {
+		a.loads.Add(1)
+	}
 	_, err := a.do(ctx, http.MethodGet, path, q, out)
 	return err
 }
