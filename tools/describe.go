@@ -119,10 +119,10 @@ func (s *Server) describeSummary(ep *schema.Endpoint) *mcp.CallToolResult {
 	var required []string
 	brief := make([]any, 0, len(ep.Params))
 	for _, p := range ep.Params {
-		if !p.Optional {
+		if p.Required() {
 			required = append(required, p.Name)
 		}
-		brief = append(brief, map[string]any{"name": p.Name, "type": typeName(p), "required": !p.Optional})
+		brief = append(brief, map[string]any{"name": p.Name, "type": typeName(p), "required": p.Required()})
 	}
 	content := map[string]any{
 		"tool": ep.Tool, "method": ep.Method, "path": ep.Path, "risk": ep.Risk.String(),
@@ -232,7 +232,7 @@ func typeName(p *schema.Param) string {
 
 // paramDoc documents one parameter; full adds property-string sub-keys.
 func paramDoc(p *schema.Param, full bool) map[string]any {
-	d := map[string]any{"name": p.Name, "type": typeName(p), "required": !p.Optional}
+	d := map[string]any{"name": p.Name, "type": typeName(p), "required": p.Required()}
 	if p.Description != "" {
 		d["description"] = p.Description
 	}
@@ -281,7 +281,16 @@ func paramDoc(p *schema.Param, full bool) map[string]any {
 					kd["default_key"] = true
 				}
 				if k.Alias != "" {
+					// An alias has no schema of its own: it takes its
+					// target's type, and is never required.
 					kd["alias_of"] = k.Alias
+					if target := p.Properties.Key(k.Alias); target != nil {
+						kd["type"] = typeName(target)
+					}
+					if k.KeyAlias != "" {
+						// e1000=<mac> also sets model=e1000.
+						kd["sets_key"] = k.KeyAlias
+					}
 				}
 				keys = append(keys, kd)
 			} else {
