@@ -90,6 +90,11 @@ func (d *Dir) Close() error { return d.f.Close() }
 // Path is the path the directory was opened by (for messages).
 func (d *Dir) Path() string { return d.path }
 
+// File is the directory's open file (O_RDONLY|O_DIRECTORY), for changing
+// its own owner and mode through the descriptor (f.Chown, f.Chmod). It
+// belongs to the Dir: do not close it.
+func (d *Dir) File() *os.File { return d.f }
+
 // Owner is the owner files created in the directory are given.
 func (d *Dir) Owner() Owner { return d.owner }
 

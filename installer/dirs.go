@@ -61,6 +61,11 @@ func checkDirs(_ context.Context, r *run) []Problem {
 	for _, d := range r.dirs() {
 		probs = append(probs, r.sys.checkAttrs(d.path, true, d.mode, d.owner, "proxmox-mcp install")...)
 	}
+	// The install state: root's alone.
+	if r.sys.exists(InstallStateFile) {
+		probs = append(probs, r.sys.checkAttrs(InstallStateDir, true, 0o700, rootOwner, "proxmox-mcp install")...)
+		probs = append(probs, r.sys.checkAttrs(InstallStateFile, false, 0o600, rootOwner, "proxmox-mcp install")...)
+	}
 	return probs
 }
 
@@ -116,7 +121,7 @@ func applyBinary(_ context.Context, r *run) error {
 	}
 	// A copy an earlier install made, now replaced by the package's.
 	if old := r.state.Created.Binary; old != "" && old != target {
-		if _, err := r.sys.remove(old); err != nil {
+		if _, err := r.remove(old); err != nil {
 			return err
 		}
 		r.say("  removed %s, the copy an earlier install made: the units now run %s", old, target)

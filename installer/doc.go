@@ -10,9 +10,18 @@
 // (`doctor` runs every Check). A re-run of install is therefore an upgrade
 // and a resume: it keeps keys, policies, the journal, the PVE tokens whose
 // secrets are still on disk and the operator's edits to the configuration.
-// The state file (install.json in the state directory) records the mode,
-// the steps done, the step that failed and why, and what install created,
-// so that uninstall removes only that.
+// The install state (/var/lib/proxmox-mcp-install/install.json, root's
+// alone) records the mode, the steps done, the step that failed and why,
+// and what install created, so that uninstall removes only that; and
+// uninstall never removes anything outside install's own files and
+// directories, whatever the record says. An install.json an older version
+// left in the state directory, which the service user can write, is taken
+// only where install could have made what it names, and moved.
+//
+// The installer runs as root in directories the service user can write:
+// every file it writes, chmods, chowns or removes is reached through a
+// directory descriptor without following a link another user could plant
+// (package atomicfile).
 //
 // Everything that touches the host goes through [System]: a [Runner] for
 // commands (argv, never a shell, with a timeout), a filesystem root under

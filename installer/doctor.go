@@ -40,7 +40,7 @@ func Doctor(ctx context.Context, s *System) (*Report, error) {
 	rep := &Report{Mode: p.mode, Checks: []CheckResult{}}
 	if p.state == nil && p.existing == nil && !s.exists(p.configFile) {
 		rep.Checks = append(rep.Checks, CheckResult{Step: "install", About: "an installation", Problems: []Problem{{
-			What: "proxmox-mcp is not installed here (no " + p.configFile + ", no " + statePath(p.stateDir) + ")",
+			What: "proxmox-mcp is not installed here (no " + p.configFile + ", no " + InstallStateFile + ")",
 			Fix:  "proxmox-mcp install",
 		}}})
 		return rep, nil
@@ -49,9 +49,25 @@ func Doctor(ctx context.Context, s *System) (*Report, error) {
 		p.mode = ModeLocal
 	}
 	r := &run{sys: s, plan: p, state: p.state, out: io.Discard}
+	var stateProbs []Problem
+	if p.legacy {
+		stateProbs = append(stateProbs, Problem{
+			What: "the install state is still in " + legacyStatePath(p.stateDir) + ", a directory the daemon's user can write",
+			Fix:  "proxmox-mcp install (moves it to " + InstallStateFile + ", taking from it only what install could have made)",
+		})
+	}
+	if len(p.ignored) > 0 {
+		stateProbs = append(stateProbs, Problem{
+			What: "the install state (" + p.stateFile() + ") names what install never makes, which is ignored: " + strings.Join(p.ignored, ", "),
+			Fix:  "find out who wrote it; proxmox-mcp install writes it again without them",
+		})
+	}
+	if len(stateProbs) > 0 {
+		rep.Checks = append(rep.Checks, CheckResult{Step: "install", About: "the install state", Problems: stateProbs})
+	}
 	if p.state == nil {
 		rep.Checks = append(rep.Checks, CheckResult{Step: "install", About: "the install state", Problems: []Problem{{
-			What: "there is no install state (" + statePath(p.stateDir) + "): this host was set up by hand, or by an older version",
+			What: "there is no install state (" + InstallStateFile + "): this host was set up by hand, or by an older version",
 			Fix:  "proxmox-mcp install --mode " + string(p.mode) + " (takes the installation over, keeping the configuration)",
 		}}})
 	} else if f := p.state.Failed; f != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/config"
 )
 
 // Doctor on a healthy installation: every check passes.
@@ -49,7 +51,7 @@ func TestDoctorBroken(t *testing.T) {
 	// Files: a token secret others can read, keys.json given to root, an
 	// edited unit, a missing CA copy, a readable server key.
 	must(os.Chmod(h.hostPath(tokenFile("operator")), 0o644))
-	must(h.owners.Chown(h.hostPath("/var/lib/proxmox-mcp/keys.json"), 0, 0))
+	must(h.chown("/var/lib/proxmox-mcp/keys.json", 0, 0))
 	h.write("/etc/systemd/system/proxmox-mcp.service", h.read("/etc/systemd/system/proxmox-mcp.service")+"\n# edited\n", 0o644)
 	must(os.Remove(h.hostPath(PVECAFile)))
 	must(os.Chmod(h.hostPath("/etc/proxmox-mcp/pki/server-key.pem"), 0o644))
@@ -142,23 +144,28 @@ func TestDoctorModeMismatch(t *testing.T) {
 }
 
 // A Tailnet node that waits for a login: install shows the URL from the
-// daemon's status, and doctor reports it until the login is done.
+// file only root reads (the daemon writes it there, never in its status
+// line), and doctor reports it until the login is done.
 func TestTailnetLoginURL(t *testing.T) {
 	t.Parallel()
 	h := newFakeHost(t)
-	h.statusText = "ready; tailnet: the node needs a login: login URL: https://login.tailscale.com/a/1a2b3c4d5e6f"
+	const url = "https://login.tailscale.com/a/1a2b3c4d5e6f"
+	loginFile := (&config.Config{StateDir: config.DefaultStateDir}).TailnetLoginURLFile()
+	h.write(loginFile, url+"\n", 0o600)
+	h.statusText = "ready; tailnet: needs a login: the login URL is in " + loginFile + " (root only; proxmox-mcp doctor shows it)"
 	out := h.mustInstall(Options{Mode: ModeTailscale, TailscaleHostname: "pve1-mcp"})
-	if !strings.Contains(out, "The Tailnet node needs a login: open https://login.tailscale.com/a/1a2b3c4d5e6f") {
+	if !strings.Contains(out, "The Tailnet node needs a login: open "+url) {
 		t.Errorf("output:\n%s", out)
 	}
-	if !strings.Contains(strings.Join(h.cmds, "\n"), "systemctl show -p StatusText --value proxmox-mcp.service") {
-		t.Error("the status was not read")
-	}
-	if text := h.doctor().text(); !strings.Contains(text, "the Tailnet node waits for a login") || !strings.Contains(text, "open https://login.tailscale.com/a/1a2b3c4d5e6f") {
+	if text := h.doctor().text(); !strings.Contains(text, "the Tailnet node waits for a login") || !strings.Contains(text, "open "+url) {
 		t.Errorf("doctor:\n%s", text)
 	}
 	if cfg := h.read(ConfigFile); strings.Contains(cfg, "auth_key_file") || !strings.Contains(cfg, `"hostname": "pve1-mcp"`) {
 		t.Errorf("config:\n%s", cfg)
+	}
+	// The daemon removes the file once the node runs.
+	if err := os.Remove(h.hostPath(loginFile)); err != nil {
+		t.Fatal(err)
 	}
 	h.statusText = "ready"
 	if rep := h.doctor(); !rep.OK {

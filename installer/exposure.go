@@ -65,7 +65,7 @@ func applyExposure(ctx context.Context, r *run) error {
 			how = "the node needs a login: its URL is shown once the daemon runs"
 		}
 		r.say("  Tailnet node %q: %s", cfg.Listen.Tailnet.Hostname, how)
-	} else if removed, err := r.sys.remove(AuthKeyFile); err != nil {
+	} else if removed, err := r.remove(AuthKeyFile); err != nil {
 		return err
 	} else if removed {
 		r.say("  removed %s: mode %s has no Tailnet node", AuthKeyFile, p.mode)

@@ -624,51 +624,54 @@ func (h *fakeHost) dropLine(file, name string) bool {
 	return found
 }
 
-// fakeOwners records ownership per file (its inode and modification
-// time, as the kernel keeps it with the inode): a file install never gave
-// away belongs to root, as a file a root process writes does.
+// fakeOwners records ownership per file (its inode and, for a file, its
+// modification time, as the kernel keeps it with the inode): a file
+// install never gave away belongs to root, as a file a root process writes
+// does. Ownership is given through a descriptor, as the real one is, so
+// it follows the file through the rename that puts it in place.
 type fakeOwners struct {
 	mu sync.Mutex
 	m  map[ownerKey][2]int
 }
 
 type ownerKey struct {
-	path  string
-	ino   uint64
-	mtime int64
+	dev, ino uint64
+	mtime    int64
 }
 
-func keyOf(path string) (ownerKey, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return ownerKey{}, err
-	}
+func keyOf(fi os.FileInfo) ownerKey {
 	st := fi.Sys().(*syscall.Stat_t)
-	k := ownerKey{path: path, ino: st.Ino}
+	k := ownerKey{dev: st.Dev, ino: st.Ino}
 	if !fi.IsDir() { // a directory's mtime changes with its entries
 		k.mtime = fi.ModTime().UnixNano()
 	}
-	return k, nil
+	return k
 }
 
-func (o *fakeOwners) Chown(path string, uid, gid int) error {
-	k, err := keyOf(path)
+func (o *fakeOwners) Chown(f *os.File, uid, gid int) error {
+	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.m[k] = [2]int{uid, gid}
+	o.m[keyOf(fi)] = [2]int{uid, gid}
 	return nil
 }
 
-func (o *fakeOwners) Owner(path string) (int, int, error) {
-	k, err := keyOf(path)
-	if err != nil {
-		return 0, 0, err
-	}
+func (o *fakeOwners) Owner(fi os.FileInfo) (int, int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ids := o.m[k]
+	ids := o.m[keyOf(fi)]
 	return ids[0], ids[1], nil
+}
+
+// chown gives a host path to uid:gid in the fake's records.
+func (h *fakeHost) chown(p string, uid, gid int) error {
+	f, err := os.Open(h.hostPath(p))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return h.owners.Chown(f, uid, gid)
 }

@@ -33,7 +33,7 @@ type account struct {
 // are always local (systemd-sysusers and useradd write these files), so NSS
 // is not consulted.
 func (s *System) accounts(file string) ([]account, error) {
-	data, err := os.ReadFile(s.path(file))
+	data, err := s.readFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -123,7 +123,7 @@ func (s *System) stat(p string) (fileState, error) {
 	if err != nil {
 		return fileState{}, err
 	}
-	uid, gid, err := s.Owners.Owner(s.path(p))
+	uid, gid, err := s.Owners.Owner(fi)
 	if err != nil {
 		return fileState{}, err
 	}
@@ -135,9 +135,11 @@ func (s *System) owner(st fileState) Owner {
 	return Owner{s.nameOf("/etc/passwd", st.uid), s.nameOf("/etc/group", st.gid)}
 }
 
-// readFile reads a host path.
+// readFile reads a host path, following a symbolic link only in a
+// directory nobody but root can write (atomicfile.ReadFile): as root, the
+// installer never reads through a link another user planted.
 func (s *System) readFile(p string) ([]byte, error) {
-	return os.ReadFile(s.path(p))
+	return atomicfile.ReadFile(s.path(p))
 }
 
 // exists reports whether a host path exists.
@@ -156,60 +158,80 @@ const (
 	fixed     change = "set the owner and mode of"
 )
 
-// writeFile replaces p atomically with data, then gives it owner and mode.
-// The new file is written readable by its writer (root) alone and opened
-// up only once it has its owner, so a secret is never readable by anyone
-// it is not meant for. Nothing is written when content, owner and mode are
-// already right.
+// writeFile replaces p atomically with data, with owner and mode. The
+// new file is written readable by its writer (root) alone and given its
+// owner and then its mode through its descriptor before it takes its name,
+// so a secret is never readable by anyone it is not meant for. Nothing is
+// written when content, owner and mode are already right. The directory
+// is opened without following a link another user could plant, and a
+// symbolic link at p is replaced, never written through.
 func (s *System) writeFile(p string, data []byte, mode fs.FileMode, o Owner) (change, error) {
 	uid, gid, err := s.ids(o)
 	if err != nil {
 		return unchanged, fmt.Errorf("%s: %w", p, err)
 	}
-	st, err := s.stat(p)
+	d, name, err := atomicfile.OpenParent(s.path(p))
 	if err != nil {
-		return unchanged, err
+		return unchanged, fmt.Errorf("write %s: %w", p, err)
 	}
-	if st.exists && st.dir {
-		return unchanged, fmt.Errorf("%s is a directory; move it away", p)
+	defer d.Close()
+	fi, err := d.Lstat(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return unchanged, fmt.Errorf("write %s: %w", p, err)
 	}
 	what := created
-	if st.exists {
-		old, err := s.readFile(p)
-		if err != nil {
-			return unchanged, err
+	if err == nil {
+		if fi.IsDir() {
+			return unchanged, fmt.Errorf("%s is a directory; move it away", p)
 		}
-		if bytes.Equal(old, data) {
-			return s.fixAttrs(p, st, mode, uid, gid)
+		if fi.Mode().IsRegular() {
+			old, err := d.ReadFile(name)
+			if err != nil {
+				return unchanged, fmt.Errorf("write %s: %w", p, err)
+			}
+			if bytes.Equal(old, data) {
+				return s.fixAttrs(p, mode, uid, gid)
+			}
 		}
 		what = updated
 	}
-	host := s.path(p)
-	if err := atomicfile.WriteFile(host, data, mode&0o700); err != nil {
+	err = d.WriteFileFunc(name, data, mode, func(f *os.File) error { return s.Owners.Chown(f, uid, gid) })
+	if err != nil {
 		return unchanged, err
-	}
-	if err := s.Owners.Chown(host, uid, gid); err != nil {
-		return unchanged, err
-	}
-	if err := os.Chmod(host, mode); err != nil {
-		return unchanged, fmt.Errorf("chmod %s: %w", p, err)
 	}
 	s.logger().Debug("installer: wrote", "path", p, "owner", o.String(), "mode", fmt.Sprintf("%04o", mode))
 	return what, nil
 }
 
-// fixAttrs gives an existing path its owner and mode.
-func (s *System) fixAttrs(p string, st fileState, mode fs.FileMode, uid, gid int) (change, error) {
+// fixAttrs gives an existing path its owner and mode, through a
+// descriptor of it: a symbolic link is followed only in a directory
+// nobody but root can write, and refused elsewhere (where the service user
+// could have planted it to make root chmod /etc/passwd), as are special
+// files and, there, files with more than one hard link.
+func (s *System) fixAttrs(p string, mode fs.FileMode, uid, gid int) (change, error) {
+	d, name, err := atomicfile.Resolve(s.path(p))
+	if err != nil {
+		return unchanged, fmt.Errorf("set the owner and mode of %s: %w", p, err)
+	}
+	defer d.Close()
+	f, fi, err := d.OpenEntry(name)
+	if err != nil {
+		return unchanged, fmt.Errorf("set the owner and mode of %s: %w", p, err)
+	}
+	defer f.Close()
+	haveUID, haveGID, err := s.Owners.Owner(fi)
+	if err != nil {
+		return unchanged, err
+	}
 	what := unchanged
-	host := s.path(p)
-	if st.uid != uid || st.gid != gid {
-		if err := s.Owners.Chown(host, uid, gid); err != nil {
+	if haveUID != uid || haveGID != gid {
+		if err := s.Owners.Chown(f, uid, gid); err != nil {
 			return unchanged, err
 		}
 		what = fixed
 	}
-	if st.mode != mode {
-		if err := os.Chmod(host, mode); err != nil {
+	if fi.Mode().Perm() != mode {
+		if err := f.Chmod(mode); err != nil {
 			return unchanged, fmt.Errorf("chmod %s: %w", p, err)
 		}
 		what = fixed
@@ -230,7 +252,7 @@ func (s *System) ensureAttrs(p string, mode fs.FileMode, o Owner) (change, error
 	if !st.exists {
 		return unchanged, fmt.Errorf("%s does not exist", p)
 	}
-	return s.fixAttrs(p, st, mode, uid, gid)
+	return s.fixAttrs(p, mode, uid, gid)
 }
 
 // ensureDir creates a directory (its missing parents 0755 root) with
@@ -248,47 +270,57 @@ func (s *System) ensureDir(p string, mode fs.FileMode, o Owner) (change, error) 
 		if !st.dir {
 			return unchanged, fmt.Errorf("%s exists and is not a directory; move it away", p)
 		}
-		return s.fixAttrs(p, st, mode, uid, gid)
+		return s.fixAttrs(p, mode, uid, gid)
 	}
-	if err := os.MkdirAll(s.path(filepath.Dir(p)), 0o755); err != nil {
+	parent, err := atomicfile.MkdirAll(s.path(filepath.Dir(p)), 0o755)
+	if err != nil {
 		return unchanged, fmt.Errorf("mkdir %s: %w", filepath.Dir(p), err)
 	}
-	if err := os.Mkdir(s.path(p), mode&0o700); err != nil {
+	defer parent.Close()
+	d, err := parent.Mkdir(filepath.Base(p), mode&0o700)
+	if err != nil {
 		return unchanged, fmt.Errorf("mkdir %s: %w", p, err)
 	}
-	if err := s.Owners.Chown(s.path(p), uid, gid); err != nil {
+	defer d.Close()
+	if err := s.Owners.Chown(d.File(), uid, gid); err != nil {
 		return unchanged, err
 	}
-	if err := os.Chmod(s.path(p), mode); err != nil {
+	if err := d.File().Chmod(mode); err != nil {
 		return unchanged, fmt.Errorf("chmod %s: %w", p, err)
 	}
 	return created, nil
 }
 
-// remove deletes a file or an empty directory; a missing one is no error.
+// remove deletes a file, a symbolic link (never what it points to) or an
+// empty directory; a missing one is no error. The directory holding it is
+// opened without following a link another user could plant.
 func (s *System) remove(p string) (bool, error) {
-	err := os.Remove(s.path(p))
+	d, name, err := atomicfile.OpenParent(s.path(p))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("remove %s: %w", p, err)
 	}
-	return true, nil
+	defer d.Close()
+	return d.Remove(name)
 }
 
-// removeAll deletes a tree; a missing one is no error.
+// removeAll deletes a tree, never following a symbolic link in it; a
+// missing one is no error.
 func (s *System) removeAll(p string) (bool, error) {
 	if p == "/" {
 		return false, errors.New("installer: refusing to remove /")
 	}
-	if !s.exists(p) {
+	d, name, err := atomicfile.OpenParent(s.path(p))
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	if err := os.RemoveAll(s.path(p)); err != nil {
+	if err != nil {
 		return false, fmt.Errorf("remove %s: %w", p, err)
 	}
-	return true, nil
+	defer d.Close()
+	return d.RemoveAll(name)
 }
 
 // checkAttrs is a Check of a path's kind, owner and mode.

@@ -37,7 +37,7 @@ func steps() []step {
 		{"user", "the system user and group " + ServiceUser,
 			"the system user and group " + ServiceUser + " and their sysusers.d entry", applyUser, checkUser},
 		{"directories", "directories, owners and modes",
-			"the directories' owners and modes, keys.json's owner", applyDirs, checkDirs},
+			"the directories' owners and modes, keys.json's owner, the install state's", applyDirs, checkDirs},
 		{"binary", "the proxmox-mcp binary", "the binary the units run", applyBinary, checkBinary},
 		{"pve-trust", "trusting pveproxy's certificate",
 			"the copy of PVE's CA, the pin of a custom pveproxy certificate", applyTrust, checkTrust},
@@ -136,6 +136,7 @@ func Install(ctx context.Context, s *System, o Options) error {
 		return err
 	}
 	r := &run{sys: s, opts: o, plan: p, out: o.Out}
+	r.sayIgnored()
 	verb := "installing"
 	switch {
 	case p.upgrade:
@@ -193,27 +194,13 @@ func (r *run) failed(name string, done []string, err error) error {
 	return se
 }
 
-// beginState makes sure the state directory exists (root-only until the
-// directories step gives it to the service user) and starts this run's
-// record in install.json.
+// beginState starts this run's record in the install state.
 func (r *run) beginState() error {
 	p := r.plan
-	st, err := r.sys.stat(p.stateDir)
-	if err != nil {
-		return err
-	}
-	if !st.exists {
-		if _, err := r.sys.ensureDir(p.stateDir, 0o700, rootOwner); err != nil {
-			return err
-		}
-	}
 	if p.state != nil {
 		r.state = p.state
 	} else {
 		r.state = &State{Version: stateVersion}
-		if !st.exists {
-			r.state.Created.Dirs = addUnique(r.state.Created.Dirs, p.stateDir)
-		}
 	}
 	r.state.Mode = p.mode
 	r.state.ConfigFile = p.configFile
@@ -227,12 +214,51 @@ func (r *run) beginState() error {
 	return r.persist()
 }
 
-// persist writes install.json once its directory exists.
+// persist writes the install state once preflight passed. The first
+// write moves an install.json an older install left in the state
+// directory to InstallStateFile.
 func (r *run) persist() error {
 	if !r.stateReady || r.state == nil {
 		return nil
 	}
-	return r.sys.saveState(r.plan.stateDir, r.state)
+	if err := r.sys.saveState(r.state); err != nil {
+		return err
+	}
+	if r.plan.legacy {
+		if err := r.sys.removeLegacyState(r.plan.stateDir); err != nil {
+			return err
+		}
+		r.plan.legacy = false
+		r.say("  moved the install state from %s to %s (root's alone: the daemon's user can write the state directory)",
+			legacyStatePath(r.plan.stateDir), InstallStateFile)
+	}
+	return nil
+}
+
+// sayIgnored tells what the install state named that install could not
+// have made, and was therefore dropped.
+func (r *run) sayIgnored() {
+	if len(r.plan.ignored) == 0 {
+		return
+	}
+	r.say("warning: the install state (%s) names what install never makes, so it is ignored: %s",
+		r.plan.stateFile(), strings.Join(r.plan.ignored, ", "))
+}
+
+// remove removes a path install owns (see plan.owns), refusing any other.
+func (r *run) remove(p string) (bool, error) {
+	if err := r.plan.owns(p); err != nil {
+		return false, err
+	}
+	return r.sys.remove(p)
+}
+
+// removeAll removes a tree install owns, refusing any other.
+func (r *run) removeAll(p string) (bool, error) {
+	if err := r.plan.owns(p); err != nil {
+		return false, err
+	}
+	return r.sys.removeAll(p)
 }
 
 // created records something install made, at once: a failure later must

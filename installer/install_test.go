@@ -32,7 +32,7 @@ func TestInstallFresh(t *testing.T) {
 			h := newFakeHost(t)
 			out := h.mustInstall(freshOptions(h, mode))
 			golden(t, "install-"+string(mode), h.transcript("proxmox-mcp install --mode "+string(mode), out,
-				ConfigFile, "/var/lib/proxmox-mcp/install.json"))
+				ConfigFile, InstallStateFile))
 
 			// The secret never reaches the output; the key file has it.
 			var k InitialKey

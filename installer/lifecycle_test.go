@@ -30,7 +30,7 @@ func TestUpgrade(t *testing.T) {
 
 	out := h.mustInstall(Options{Version: "1.1.0-test"}) // no mode: the installed one
 	cmds := strings.Join(h.cmds, "\n")
-	golden(t, "upgrade", h.transcript("proxmox-mcp install (upgrade, mode lan)", out, "/var/lib/proxmox-mcp/install.json"))
+	golden(t, "upgrade", h.transcript("proxmox-mcp install (upgrade, mode lan)", out, InstallStateFile))
 	for _, want := range []string{"systemctl restart proxmox-mcp.service", "systemctl enable proxmox-mcp.service"} {
 		if !strings.Contains(cmds, want) {
 			t.Errorf("no %q", want)
@@ -162,7 +162,7 @@ func TestFailureAndResume(t *testing.T) {
 		}
 	}
 	var st State
-	if err := json.Unmarshal([]byte(h.read("/var/lib/proxmox-mcp/install.json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(h.read(InstallStateFile)), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Failed == nil || st.Failed.Step != "pve-identity" || !strings.Contains(st.Failed.Error, "generating token failed") || !st.Completed.IsZero() {
@@ -171,10 +171,10 @@ func TestFailureAndResume(t *testing.T) {
 	if !strings.Contains(h.doctor().text(), "the last install failed at step pve-identity") {
 		t.Error("doctor does not report the failed step")
 	}
-	first := h.transcript("proxmox-mcp install --mode local (pveum token add fails)", out+"\n## error\n"+err.Error()+"\n", "/var/lib/proxmox-mcp/install.json")
+	first := h.transcript("proxmox-mcp install --mode local (pveum token add fails)", out+"\n## error\n"+err.Error()+"\n", InstallStateFile)
 
 	out = h.mustInstall(Options{})
-	golden(t, "fail-resume", first+"\n"+h.transcript("proxmox-mcp install (resume)", out, "/var/lib/proxmox-mcp/install.json"))
+	golden(t, "fail-resume", first+"\n"+h.transcript("proxmox-mcp install (resume)", out, InstallStateFile))
 	if n := len(h.users[PVEUser].tokens); n != 4 {
 		t.Errorf("%d tokens, want 4", n)
 	}
@@ -218,12 +218,12 @@ func TestInitialKeyWithoutFile(t *testing.T) {
 	h := newFakeHost(t)
 	h.mustInstall(freshOptions(h, ModeLocal))
 	var st State
-	if err := json.Unmarshal([]byte(h.read("/var/lib/proxmox-mcp/install.json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(h.read(InstallStateFile)), &st); err != nil {
 		t.Fatal(err)
 	}
 	st.InitialKey = ""
 	data, _ := json.Marshal(st)
-	h.write("/var/lib/proxmox-mcp/install.json", string(data), 0o600)
+	h.write(InstallStateFile, string(data), 0o600)
 	if err := os.Remove(h.hostPath(InitialKeyFile)); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestTakeOverHandWrittenConfig(t *testing.T) {
 		t.Errorf("cert_file:\n%s\n%s", cfg, out)
 	}
 	var st State
-	_ = json.Unmarshal([]byte(h.read("/var/lib/proxmox-mcp/install.json")), &st)
+	_ = json.Unmarshal([]byte(h.read(InstallStateFile)), &st)
 	if slices.Contains(st.Created.Dirs, ConfigDir) || slices.Contains(st.Created.Files, ConfigFile) {
 		t.Error("install claims the configuration it found")
 	}
@@ -342,7 +342,7 @@ func TestUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "uninstall", h.transcript("proxmox-mcp uninstall", out, "/var/lib/proxmox-mcp/install.json"))
+	golden(t, "uninstall", h.transcript("proxmox-mcp uninstall", out, InstallStateFile))
 	if h.active["proxmox-mcp.service"] || h.enabled["proxmox-mcp.service"] || h.enabled["proxmox-mcp-pki-renew.timer"] {
 		t.Error("a unit is still enabled or running")
 	}
@@ -416,7 +416,7 @@ func TestUninstallPurgeResume(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "re-run `proxmox-mcp uninstall --purge`") {
 		t.Fatalf("error %v", err)
 	}
-	if !h.system().exists("/var/lib/proxmox-mcp/install.json") || h.users[PVEUser] == nil {
+	if !h.system().exists(InstallStateFile) || h.users[PVEUser] == nil {
 		t.Fatal("the state or the PVE user went before the failure was resolved")
 	}
 	if _, err := h.uninstall(true); err != nil {
@@ -451,7 +451,7 @@ func TestUninstallKeepsWhatItFound(t *testing.T) {
 	if !strings.Contains(h.read("/etc/passwd"), "proxmox-mcp:x:990") || !h.system().exists("/var/lib/proxmox-mcp") {
 		t.Error("the system user or the state directory install found was removed")
 	}
-	if h.system().exists("/var/lib/proxmox-mcp/install.json") || h.system().exists(ConfigDir) {
+	if h.system().exists(InstallStateFile) || h.system().exists(ConfigDir) {
 		t.Error("what install made stayed")
 	}
 }
@@ -490,7 +490,7 @@ func TestPVEUserCreatedMeanwhile(t *testing.T) {
 		t.Errorf("install claims what another made:\n%s", out)
 	}
 	var st State
-	_ = json.Unmarshal([]byte(h.read("/var/lib/proxmox-mcp/install.json")), &st)
+	_ = json.Unmarshal([]byte(h.read(InstallStateFile)), &st)
 	if st.Created.PVEUser != "" || st.Created.PVERole != "" || len(st.Created.PVETokens) != 4 {
 		t.Errorf("created: %+v", st.Created)
 	}

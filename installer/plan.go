@@ -134,6 +134,13 @@ type plan struct {
 	existing    *config.Config
 	existingRaw []byte
 	state       *State // install.json as it was, or nil
+	// legacy is set when state was read from the state directory, where
+	// an older install kept it: it moves to InstallStateFile at the first
+	// write.
+	legacy bool
+	// ignored lists what the install state named that install could not
+	// have made, and so was dropped (see State.sanitize).
+	ignored []string
 	// upgrade is true when an earlier install completed.
 	upgrade bool
 
@@ -180,8 +187,11 @@ func readInstalled(s *System, strict bool) (*plan, error) {
 			}
 		}
 	}
-	if p.state, err = s.loadState(p.stateDir); err != nil {
+	if p.state, p.legacy, err = s.loadState(p.stateDir); err != nil {
 		return nil, err
+	}
+	if p.state != nil {
+		p.ignored = p.state.sanitize(p)
 	}
 	p.upgrade = p.state != nil && !p.state.FirstCompleted.IsZero()
 	switch {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -154,38 +155,37 @@ func (x ExecRunner) Run(ctx context.Context, c Cmd) ([]byte, []byte, error) {
 	return stdout.Bytes(), stderr.Bytes(), ce
 }
 
-// Owners gives files to users and groups and says whose they are. Paths are
-// host paths (under the root).
+// Owners gives files to users and groups and says whose they are. Files
+// are given away through their open descriptor, never by path: a path in
+// a directory another user can write could name any file by the time it
+// is used.
 type Owners interface {
-	Chown(path string, uid, gid int) error
-	Owner(path string) (uid, gid int, err error)
+	// Chown gives an open file or directory to uid:gid.
+	Chown(f *os.File, uid, gid int) error
+	// Owner says whose a file is, from its (l)stat.
+	Owner(fi fs.FileInfo) (uid, gid int, err error)
 }
 
 // HostOwners changes and reads the real ownership. Chown is applied only
 // when the process runs as root: nobody else may give files away.
 type HostOwners struct{}
 
-// Chown gives path (never a symlink's target) to uid:gid when running as
-// root.
-func (HostOwners) Chown(path string, uid, gid int) error {
+// Chown gives f to uid:gid (fchown) when running as root.
+func (HostOwners) Chown(f *os.File, uid, gid int) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	if err := os.Lchown(path, uid, gid); err != nil {
-		return fmt.Errorf("chown %s: %w", path, err)
+	if err := f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("chown %s: %w", f.Name(), err)
 	}
 	return nil
 }
 
-// Owner stats path.
-func (HostOwners) Owner(path string) (int, int, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return 0, 0, err
-	}
+// Owner reads the owner from the stat.
+func (HostOwners) Owner(fi fs.FileInfo) (int, int, error) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return 0, 0, fmt.Errorf("%s: no owner information", path)
+		return 0, 0, fmt.Errorf("%s: no owner information", fi.Name())
 	}
 	return int(st.Uid), int(st.Gid), nil
 }

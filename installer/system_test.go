@@ -130,8 +130,8 @@ func TestReadableBy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(h.owners.Chown(h.hostPath("/etc/a"), 0, 999))
-	must(h.owners.Chown(h.hostPath("/etc/a/f"), 0, 999))
+	must(h.chown("/etc/a", 0, 999))
+	must(h.chown("/etc/a/f", 0, 999))
 	if err := s.readableBy("/etc/a/f", 999, 999); err != nil {
 		t.Errorf("group member: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,8 +19,9 @@ type UninstallOptions struct {
 	Out   io.Writer
 }
 
-// Uninstall removes what install made, as install.json records it, and
-// nothing else: the units are stopped, disabled and removed, with the
+// Uninstall removes what install made, as the install state records it,
+// and nothing else (and never anything outside install's own files and
+// directories, whatever the record says): the units are stopped, disabled and removed, with the
 // sysusers entry and the copied binary. The configuration, the state, the
 // PVE identity and the system user stay unless Purge is set. It can be run
 // again: what is gone is skipped, and a failure is resumed by re-running.
@@ -43,9 +43,10 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 	}
 	r := &run{sys: s, plan: p, state: p.state, out: o.Out, stateReady: true}
 	if p.state == nil {
-		r.say("nothing to uninstall: there is no install state (%s), so nothing here was made by `proxmox-mcp install` (or it was purged)", statePath(p.stateDir))
+		r.say("nothing to uninstall: there is no install state (%s), so nothing here was made by `proxmox-mcp install` (or it was purged)", InstallStateFile)
 		return nil
 	}
+	r.sayIgnored()
 	if s.Euid != 0 {
 		return fmt.Errorf("uninstall runs as uid %d, not root: run it as root", s.Euid)
 	}
@@ -67,7 +68,7 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 			// Installed from a copied binary first, then the Debian
 			// package: the file is the package's now.
 			r.say("  kept %s: the Debian package %s owns it", path, debPackage)
-		} else if removed, err = s.remove(path); err != nil {
+		} else if removed, err = r.remove(path); err != nil {
 			return err
 		}
 		if removed {
@@ -89,7 +90,7 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 		c.Binary = ""
 	}
 	if c.Binary != "" {
-		if removed, err := s.remove(c.Binary); err != nil {
+		if removed, err := r.remove(c.Binary); err != nil {
 			return err
 		} else if removed {
 			r.say("  removed %s", c.Binary)
@@ -110,8 +111,10 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 }
 
 // purge removes the PVE identity, the files and directories, and the
-// system user install made. install.json goes last, so that a failure
-// midway can be resumed.
+// system user install made. The install state goes last, so that a
+// failure midway can be resumed. Every removal is refused outside
+// install's own files and directories (plan.owns), and none follows a
+// symbolic link: the state directory is the service user's.
 func (r *run) purge(ctx context.Context) error {
 	s, p, c := r.sys, r.plan, &r.state.Created
 	r.say("==> removing the PVE identity")
@@ -120,7 +123,7 @@ func (r *run) purge(ctx context.Context) error {
 	}
 	r.say("==> removing the configuration and the state")
 	for _, f := range slices.Clone(c.Files) {
-		if removed, err := s.remove(f); err != nil {
+		if removed, err := r.remove(f); err != nil {
 			return err
 		} else if removed {
 			r.say("  removed %s", f)
@@ -130,15 +133,17 @@ func (r *run) purge(ctx context.Context) error {
 			return err
 		}
 	}
-	// Deepest first, the state directory last (it holds install.json).
+	if !slices.Contains(c.Dirs, p.stateDir) {
+		r.say("  kept %s: install did not create it", p.stateDir)
+	}
+	// Deepest first.
 	dirs := slices.Clone(c.Dirs)
 	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
 	for _, d := range dirs {
-		if d == p.stateDir {
-			continue
-		}
-		if removed, err := s.removeAll(d); err != nil {
+		if removed, err := r.removeAll(d); err != nil {
 			return err
+		} else if removed && d == p.stateDir {
+			r.say("  removed %s: the keys, policies and journal", d)
 		} else if removed {
 			r.say("  removed %s", d)
 		}
@@ -146,24 +151,6 @@ func (r *run) purge(ctx context.Context) error {
 		if err := r.persist(); err != nil {
 			return err
 		}
-	}
-	ownState := slices.Contains(c.Dirs, p.stateDir)
-	if ownState {
-		entries, err := os.ReadDir(s.path(p.stateDir))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", p.stateDir, err)
-		}
-		for _, e := range entries {
-			if e.Name() == StateFileName {
-				continue
-			}
-			if _, err := s.removeAll(filepath.Join(p.stateDir, e.Name())); err != nil {
-				return err
-			}
-		}
-		r.say("  removed the keys, policies and journal in %s", p.stateDir)
-	} else {
-		r.say("  kept %s: install did not create it", p.stateDir)
 	}
 	if c.User != "" {
 		if _, ok, _ := s.lookup("/etc/passwd", c.User); ok {
@@ -186,11 +173,12 @@ func (r *run) purge(ctx context.Context) error {
 		}
 		c.Group = ""
 	}
-	if ownState {
-		if _, err := s.removeAll(p.stateDir); err != nil {
+	if p.legacy {
+		if err := s.removeLegacyState(p.stateDir); err != nil {
 			return err
 		}
-	} else if _, err := s.remove(statePath(p.stateDir)); err != nil {
+	}
+	if _, err := r.removeAll(InstallStateDir); err != nil {
 		return err
 	}
 	if s.exists(p.configFile) {

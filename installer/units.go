@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
 
@@ -56,7 +56,7 @@ func applyUnits(ctx context.Context, r *run) error {
 			}
 		}
 		for _, path := range renewUnits {
-			removed, err := r.sys.remove(path)
+			removed, err := r.remove(path)
 			if err != nil {
 				return err
 			}
@@ -180,16 +180,26 @@ func applyService(ctx context.Context, r *run) error {
 	return nil
 }
 
-// loginURL finds the Tailnet login URL in the daemon's status line.
-var loginURL = regexp.MustCompile(`login URL:?\s+(https://\S+)`)
-
-// statusLoginURL reads the daemon's STATUS= for a login URL.
-func (r *run) statusLoginURL(ctx context.Context) string {
-	out, _ := r.sys.run(ctx, Cmd{Name: "systemctl", Args: []string{"show", "-p", "StatusText", "--value", systemd.ServiceUnit}})
-	if m := loginURL.FindStringSubmatch(string(out)); m != nil {
-		return strings.TrimRight(m[1], ".,;)")
+// readLoginURL reads the Tailnet login URL the daemon keeps while its node
+// waits for a login: a file only root and the daemon's user can read
+// (config.TailnetLoginURLFile), never the status line, which every local
+// user can read.
+func (r *run) readLoginURL() string {
+	file := (&config.Config{StateDir: r.plan.stateDir}).TailnetLoginURLFile()
+	if raw, err := r.sys.readFile(r.plan.configFile); err == nil {
+		if c, err := config.Parse(r.plan.configFile, raw); err == nil {
+			file = c.TailnetLoginURLFile()
+		}
 	}
-	return ""
+	data, err := r.sys.readFile(file)
+	if err != nil {
+		return ""
+	}
+	u := strings.TrimSpace(string(data))
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") || strings.ContainsAny(u, " \t\r\n") {
+		return ""
+	}
+	return u
 }
 
 // waitLogin looks for the Tailnet login URL a node without an auth key
@@ -200,7 +210,7 @@ func (r *run) waitLogin(ctx context.Context) {
 	}
 	deadline := r.sys.Now().Add(r.sys.LoginWait)
 	for {
-		if u := r.statusLoginURL(ctx); u != "" {
+		if u := r.readLoginURL(); u != "" {
 			r.loginURL = u
 			return
 		}
@@ -227,7 +237,7 @@ func checkService(ctx context.Context, r *run) []Problem {
 		})
 		return probs
 	}
-	if u := r.statusLoginURL(ctx); u != "" {
+	if u := r.readLoginURL(); u != "" {
 		probs = append(probs, Problem{What: "the Tailnet node waits for a login", Fix: "open " + u + " and add the node to your tailnet (or re-run install with --tailscale-authkey-file)"})
 	}
 	return probs

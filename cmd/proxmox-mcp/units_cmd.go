@@ -3,10 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
@@ -36,16 +36,23 @@ func (c *cli) unitsRender(args []string) error {
 	if err != nil {
 		return err
 	}
-	dir := pos[0]
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := filepath.Abs(pos[0])
+	if err != nil {
 		return fmt.Errorf("units render: %w", err)
 	}
+	// Often run as root into a scratch directory: each file is written
+	// atomically relative to the directory's descriptor, replacing (never
+	// writing through) a link someone else planted there.
+	d, err := atomicfile.MkdirAll(dir, 0o755)
+	if err != nil {
+		return fmt.Errorf("units render: %w", err)
+	}
+	defer d.Close()
 	for _, u := range units {
-		path := filepath.Join(dir, u.Name)
-		if err := os.WriteFile(path, u.Data, 0o644); err != nil {
+		if err := d.WriteFile(u.Name, u.Data, 0o644); err != nil {
 			return fmt.Errorf("units render: %w", err)
 		}
-		fmt.Fprintf(c.stdout, "%s (installed in %s)\n", path, u.Dir)
+		fmt.Fprintf(c.stdout, "%s (installed in %s)\n", filepath.Join(pos[0], u.Name), u.Dir)
 	}
 	return nil
 }
