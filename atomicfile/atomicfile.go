@@ -20,6 +20,11 @@
 // fsynced and renamed over the target relative to the directory's
 // descriptor, and the directory is fsynced. The package also owns the
 // advisory lock (flock) that serialises writers of a directory.
+//
+// os.Root is not enough for this: it follows links that stay inside the
+// root (keys.lock planted as a link to another file of the directory),
+// OpenRoot resolves the root's own path through any link, and its Chmod
+// and Chown act by name and follow a final link.
 package atomicfile
 
 import (
