@@ -226,6 +226,10 @@ func (c *cli) policySimulate(args []string) error {
 		pl, err := planner.Build(ctx, plan.Caller{Principal: p, Binding: policy.Binding{Profile: p.Profile, Policy: p.Policy}},
 			plan.Request{Tool: "policy simulate", Method: cs.Method, Path: cs.Path, Args: cs.Params})
 		if err != nil {
+			var r *plan.Refusal
+			if errors.As(err, &r) && r.Plan != nil && r.Plan.Endpoint != nil {
+				return fmt.Errorf("%s: %s %s: %w", where, r.Plan.Endpoint.Method, r.Plan.Endpoint.Path, err)
+			}
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		d := pl.Decision
