@@ -196,31 +196,14 @@ type Event struct {
 // Duration returns the call's duration.
 func (e Event) Duration() time.Duration { return time.Duration(e.DurationUS) * time.Microsecond }
 
-// Limits on what one row holds. Longer text is a caller's bug or an
-// attack on the journal's size; it is refused, not cut silently.
+// Limits on what one row holds. Longer text is cut to them, with a note
+// of how much was cut (see fitText): the call is still recorded.
 const (
-	maxName  = 256      // tool, endpoint, principal fields, policy names, UPIDs
-	maxPath  = 4096     // paths
-	maxError = 16 << 10 // error text is cut to this, with a marker
+	maxName  = 256      // tool, endpoint, method, principal fields, policy names, UPIDs
+	maxPath  = 4096     // paths, each decision reason
+	maxError = 16 << 10 // error text
 	maxJSON  = 1 << 20  // the redacted arguments or prior configuration
 )
-
-// checkText refuses control characters (a tail line must not be forged by a
-// newline in a key name) and overlong values.
-func checkText(field, s string, limit int) error {
-	if len(s) > limit {
-		return fmt.Errorf("%s: %d bytes, at most %d", field, len(s), limit)
-	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%s: not valid UTF-8", field)
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%s: control character %U", field, r)
-		}
-	}
-	return nil
-}
 
 func checkCallID(id string) error {
 	if id == "" || len(id) > 64 {
@@ -235,9 +218,12 @@ func checkCallID(id string) error {
 	return nil
 }
 
-// check validates the fields of a call; the messages name the field and
-// the rule.
-func (c *Call) check() error {
+// check validates the structure of a call; the messages name the field
+// and the rule. Text is not refused for what it holds (callRow escapes
+// and fits it); the method and paths are held to their forms, except on a
+// call row with outcome invalid, which records what the caller asked for
+// whatever it was.
+func (c *Call) check(kind Kind, outcome Outcome) error {
 	if c.ID != "" {
 		if err := checkCallID(c.ID); err != nil {
 			return err
@@ -252,44 +238,23 @@ func (c *Call) check() error {
 	if c.Principal.Transport == "" {
 		return fmt.Errorf("principal.transport: required (stdio, loopback, lan or tailnet)")
 	}
-	for _, f := range []struct {
-		name, value string
-	}{
-		{"tool", c.Tool}, {"endpoint", c.Endpoint}, {"risk", c.Risk},
-		{"principal.key_id", c.Principal.KeyID}, {"principal.key_name", c.Principal.KeyName},
-		{"principal.profile", c.Principal.Profile}, {"principal.policy", c.Principal.Policy},
-		{"principal.transport", c.Principal.Transport}, {"principal.source", c.Principal.Source},
-		{"principal.tailnet_user", c.Principal.TailnetUser}, {"principal.tailnet_node", c.Principal.TailnetNode},
-		{"decision.policy", c.Decision.Policy}, {"decision.policy_digest", c.Decision.PolicyDigest},
-		{"prior_digest", c.PriorDigest},
-	} {
-		if err := checkText(f.name, f.value, maxName); err != nil {
-			return err
+	if kind != KindCall || outcome != OutcomeInvalid {
+		switch c.Method {
+		case "", "GET", "POST", "PUT", "DELETE":
+		default:
+			return fmt.Errorf("method %q: want GET, POST, PUT, DELETE or empty", truncate(c.Method))
 		}
-	}
-	switch c.Method {
-	case "", "GET", "POST", "PUT", "DELETE":
-	default:
-		return fmt.Errorf("method %q: want GET, POST, PUT, DELETE or empty", truncate(c.Method))
-	}
-	for _, f := range []struct{ name, value string }{{"path_template", c.PathTemplate}, {"path", c.Path}} {
-		if err := checkText(f.name, f.value, maxPath); err != nil {
-			return err
+		for _, f := range []struct{ name, value string }{{"path_template", c.PathTemplate}, {"path", c.Path}} {
+			if f.value != "" && !strings.HasPrefix(f.value, "/") {
+				return fmt.Errorf("%s %q: must start with /", f.name, truncate(f.value))
+			}
 		}
-		if f.value != "" && !strings.HasPrefix(f.value, "/") {
-			return fmt.Errorf("%s %q: must start with /", f.name, truncate(f.value))
+		if c.Method != "" && c.Path == "" {
+			return fmt.Errorf("path: required with method %s", c.Method)
 		}
-	}
-	if c.Method != "" && c.Path == "" {
-		return fmt.Errorf("path: required with method %s", c.Method)
 	}
 	if c.Decision.Effect != "" && !knownEffect(c.Decision.Effect) {
 		return fmt.Errorf("decision.effect %q: want one of %s, or empty when no decision was made", truncate(c.Decision.Effect), strings.Join(effects[:], ", "))
-	}
-	for i, r := range c.Decision.Reasons {
-		if err := checkText(fmt.Sprintf("decision.reasons[%d]", i), r, maxPath); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -314,12 +279,6 @@ func (r *Result) check(kind Kind, effect string) error {
 	if r.Status < 0 || r.Status > 999 {
 		return fmt.Errorf("status %d: want an HTTP status or 0", r.Status)
 	}
-	if err := checkText("upid", r.UPID, maxName); err != nil {
-		return err
-	}
-	if err := checkText("job_id", r.JobID, maxName); err != nil {
-		return err
-	}
 	if r.UPID != "" && !strings.HasPrefix(r.UPID, "UPID:") {
 		return fmt.Errorf(`upid %q: must start with "UPID:"`, truncate(r.UPID))
 	}
@@ -340,9 +299,15 @@ func outcomeList() string {
 	return strings.Join(s, ", ")
 }
 
+// truncate is the start of a value, for an error message (which %q
+// quotes).
 func truncate(s string) string {
 	if len(s) > 40 {
-		return s[:40] + "…"
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return s[:cut] + "…"
 	}
 	return s
 }

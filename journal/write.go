@@ -19,12 +19,12 @@ import (
 // it when the call has ended and before the reply is sent; it returns once
 // the row is durable (fsynced). The returned event is the row as stored.
 func (j *Journal) Record(ctx context.Context, c Call, res Result) (Event, error) {
-	r, err := j.callRow(KindCall, &c)
-	if err != nil {
-		return Event{}, err
-	}
 	if err := res.check(KindCall, c.Decision.Effect); err != nil {
 		return Event{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	r, err := j.callRow(KindCall, &c, res.Outcome)
+	if err != nil {
+		return Event{}, err
 	}
 	j.setResult(&r, &res)
 	return j.write(ctx, &r)
@@ -40,7 +40,7 @@ func (j *Journal) Intent(ctx context.Context, c Call) (Event, error) {
 	if c.Decision.Effect == "" || c.Decision.Effect == "deny" {
 		return Event{}, fmt.Errorf("%w: decision.effect %q: an intent needs a decision that lets the call go ahead", ErrInvalid, c.Decision.Effect)
 	}
-	r, err := j.callRow(KindIntent, &c)
+	r, err := j.callRow(KindIntent, &c, OutcomePending)
 	if err != nil {
 		return Event{}, err
 	}
@@ -67,9 +67,10 @@ func (j *Journal) Receipt(ctx context.Context, callID string, res Result) (Event
 }
 
 // callRow builds the row of a call or intent: validated, with a call id
-// and a time, arguments and prior configuration redacted.
-func (j *Journal) callRow(kind Kind, c *Call) (row, error) {
-	if err := c.check(); err != nil {
+// and a time, arguments and prior configuration redacted, every text
+// escaped and fitted to its limit (fitText).
+func (j *Journal) callRow(kind Kind, c *Call, outcome Outcome) (row, error) {
+	if err := c.check(kind, outcome); err != nil {
 		return row{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	id := c.ID
@@ -95,23 +96,24 @@ func (j *Journal) callRow(kind Kind, c *Call) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	reasons := c.Decision.Reasons
-	if reasons == nil {
-		reasons = []string{}
+	reasons := make([]string, len(c.Decision.Reasons))
+	for i, r := range c.Decision.Reasons {
+		reasons[i] = fitText(r, maxPath, true)
 	}
 	rs, err := json.Marshal(reasons)
 	if err != nil {
 		return row{}, fmt.Errorf("%w: decision.reasons: %w", ErrInvalid, err)
 	}
 	p := c.Principal
+	name := func(s string) string { return fitText(s, maxName, false) }
 	return row{
 		time: t.UTC().Format(timeLayout), kind: string(kind), callID: id,
-		keyID: p.KeyID, keyName: p.KeyName, profile: p.Profile, policy: p.Policy,
-		transport: p.Transport, source: p.Source, tailnetUser: p.TailnetUser, tailnetNode: p.TailnetNode,
-		tool: c.Tool, endpoint: c.Endpoint, method: c.Method, pathTemplate: c.PathTemplate,
-		path: j.red.Text(c.Path), risk: c.Risk, args: string(args),
-		effect: c.Decision.Effect, reasons: j.red.Text(string(rs)), decisionPol: c.Decision.Policy,
-		policyDigest: c.Decision.PolicyDigest, priorDigest: c.PriorDigest, priorConfig: string(prior),
+		keyID: name(p.KeyID), keyName: name(p.KeyName), profile: name(p.Profile), policy: name(p.Policy),
+		transport: name(p.Transport), source: name(p.Source), tailnetUser: name(p.TailnetUser), tailnetNode: name(p.TailnetNode),
+		tool: name(c.Tool), endpoint: name(c.Endpoint), method: name(c.Method), pathTemplate: fitText(c.PathTemplate, maxPath, false),
+		path: fitText(j.red.Text(c.Path), maxPath, false), risk: name(c.Risk), args: string(args),
+		effect: c.Decision.Effect, reasons: j.red.Text(string(rs)), decisionPol: name(c.Decision.Policy),
+		policyDigest: name(c.Decision.PolicyDigest), priorDigest: name(c.PriorDigest), priorConfig: string(prior),
 	}, nil
 }
 
@@ -135,22 +137,12 @@ func (j *Journal) redactedJSON(field, scope string, v any) (json.RawMessage, err
 // setResult fills the result columns.
 func (j *Journal) setResult(r *row, res *Result) {
 	r.outcome = string(res.Outcome)
-	msg := strings.ToValidUTF8(j.red.Text(res.Error), "\uFFFD")
-	if len(msg) > maxError {
-		cut := maxError
-		for cut > 0 && !isRuneStart(msg[cut]) {
-			cut--
-		}
-		msg = fmt.Sprintf("%s… [%d more bytes]", msg[:cut], len(msg)-cut)
-	}
-	r.errorText = msg
+	r.errorText = fitText(j.red.Text(res.Error), maxError, true)
 	r.status = int64(res.Status)
 	r.durationUS = res.Duration.Microseconds()
-	r.upid = res.UPID
-	r.jobID = res.JobID
+	r.upid = fitText(res.UPID, maxName, false)
+	r.jobID = fitText(res.JobID, maxName, false)
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Write requests pass from the callers to the writer goroutine.
 const (
