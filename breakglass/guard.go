@@ -187,7 +187,7 @@ func (g *Guard) Check(ctx context.Context, ep *schema.Endpoint, vars map[string]
 	c := &call{g: g, ep: ep, vars: vars, args: args, seen: map[policy.GuardHit]bool{}, vmids: map[int]string{}}
 	inv, err := g.inventory(ctx)
 	if err != nil {
-		c.hit("", mark{"unresolved", fmt.Sprintf("the protected repository's inventory cannot be read from PVE: %v", err)})
+		c.hit("protected", mark{"unresolved", fmt.Sprintf("the protected repository's inventory cannot be read from PVE: %v", err)})
 		return c.result()
 	}
 	c.inv = inv
