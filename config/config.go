@@ -141,6 +141,13 @@ type HTTP struct {
 	// MaxSessions caps the MCP sessions open at once, over every listener
 	// (256 when zero).
 	MaxSessions int `json:"max_sessions,omitzero"`
+	// MaxSessionsPerKey caps the sessions one key holds open at once, over
+	// every listener (16 when zero; at most MaxSessions), so that one key
+	// cannot take every session. A key at its quota that opens another
+	// ends its session unused the longest, if that one has been idle for
+	// a minute with no request or stream open; otherwise the initialize is
+	// refused (429).
+	MaxSessionsPerKey int `json:"max_sessions_per_key,omitzero"`
 	// SessionIdleTimeout ends a session unused this long ("30m" when empty).
 	SessionIdleTimeout Duration `json:"session_idle_timeout,omitzero"`
 	// ReadHeaderTimeout bounds reading a request's headers ("10s"), and

@@ -95,6 +95,14 @@ func (c *Config) TailnetStateDir() string {
 	return filepath.Join(c.StateDir, "tailnet")
 }
 
+// TailnetLoginURLFile is where the daemon writes the Tailnet node's login
+// URL while the node waits for one: in the node's state directory, mode
+// 0600, readable by root and the daemon's user only (whoever opens the URL
+// can attach the node to their own tailnet).
+func (c *Config) TailnetLoginURLFile() string {
+	return filepath.Join(c.TailnetStateDir(), "login-url")
+}
+
 // Duration is a time.Duration written as Go writes it ("30s", "2m").
 type Duration time.Duration
 
@@ -121,6 +129,7 @@ const (
 	DefaultRatePerSource      = 50
 	DefaultBurstPerSource     = 100
 	DefaultMaxSessions        = 256
+	DefaultMaxSessionsPerKey  = 16
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultReadHeaderTimeout  = 10 * time.Second
 	DefaultReadTimeout        = 60 * time.Second
@@ -225,10 +234,14 @@ func (h HTTP) check() error {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"http.burst_per_key", h.BurstPerKey}, {"http.burst_per_source", h.BurstPerSource}, {"http.max_sessions", h.MaxSessions}} {
+	}{{"http.burst_per_key", h.BurstPerKey}, {"http.burst_per_source", h.BurstPerSource}, {"http.max_sessions", h.MaxSessions},
+		{"http.max_sessions_per_key", h.MaxSessionsPerKey}} {
 		if f.n < 0 {
 			return fmt.Errorf("field %q: %d must not be negative", f.name, f.n)
 		}
+	}
+	if g := h.Guards(); g.MaxSessionsPerKey > g.MaxSessions {
+		return fmt.Errorf("field \"http.max_sessions_per_key\": %d is over http.max_sessions (%d): one key's quota is a share of the sessions there are", g.MaxSessionsPerKey, g.MaxSessions)
 	}
 	for _, f := range []struct {
 		name string
@@ -267,6 +280,10 @@ func (h HTTP) Guards() HTTP {
 	}
 	if g.MaxSessions == 0 {
 		g.MaxSessions = DefaultMaxSessions
+	}
+	if g.MaxSessionsPerKey == 0 {
+		// The default quota, within a cap set below it.
+		g.MaxSessionsPerKey = min(DefaultMaxSessionsPerKey, g.MaxSessions)
 	}
 	for _, d := range []struct {
 		p   *Duration

@@ -35,6 +35,10 @@ func TestListenerChecks(t *testing.T) {
 		{"negative rate", `"http": {"rate_per_source": -1}`, `field "http.rate_per_source": -1 must not be negative`},
 		{"bad duration", `"http": {"idle_timeout": "soon"}`, `"soon" is not a duration`},
 		{"short timeout", `"http": {"read_header_timeout": "10ms"}`, `field "http.read_header_timeout": 10ms is below 1s`},
+		{"session quota", `"http": {"max_sessions": 64, "max_sessions_per_key": 8}`, ""},
+		{"negative session quota", `"http": {"max_sessions_per_key": -1}`, `field "http.max_sessions_per_key": -1 must not be negative`},
+		{"session quota over the cap", `"http": {"max_sessions": 10, "max_sessions_per_key": 11}`, `field "http.max_sessions_per_key": 11 is over http.max_sessions (10)`},
+		{"session quota over the default cap", `"http": {"max_sessions_per_key": 300}`, `field "http.max_sessions_per_key": 300 is over http.max_sessions (256)`},
 		{"pki dir", `"pki": {"dir": "pki"}`, `field "pki.dir": "pki" must be an absolute path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,8 +61,13 @@ func TestGuardDefaults(t *testing.T) {
 	}
 	g := c.HTTP.Guards()
 	if g.RatePerKey != 7 || g.BurstPerKey != DefaultBurstPerKey || g.RatePerSource != DefaultRatePerSource ||
-		g.MaxSessions != DefaultMaxSessions || g.IdleTimeout.Std() != 90*time.Second || g.ReadHeaderTimeout.Std() != DefaultReadHeaderTimeout {
+		g.MaxSessions != DefaultMaxSessions || g.MaxSessionsPerKey != DefaultMaxSessionsPerKey || g.MaxSessionsPerKey*8 > g.MaxSessions ||
+		g.IdleTimeout.Std() != 90*time.Second || g.ReadHeaderTimeout.Std() != DefaultReadHeaderTimeout {
 		t.Errorf("guards %+v", g)
+	}
+	// A cap set below the default quota bounds the quota too.
+	if g := (HTTP{MaxSessions: 4}).Guards(); g.MaxSessionsPerKey != 4 {
+		t.Errorf("quota under a cap of 4: %d", g.MaxSessionsPerKey)
 	}
 	e := c.Effective()
 	if e.Listen.Tailnet.Hostname != DefaultTailnetHostname || e.Listen.Tailnet.StateDir != "/var/lib/proxmox-mcp/tailnet" || e.PKI.Dir != DefaultPKIDir {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -149,7 +150,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	g := cfg.HTTP.Guards()
-	d.sessions = transport.NewSessions(g.MaxSessions, nil)
+	d.sessions = transport.NewSessions(transport.SessionLimits{Max: g.MaxSessions, PerKey: g.MaxSessionsPerKey}, nil)
 	d.keyLimiter = transport.NewLimiter(g.RatePerKey, g.BurstPerKey, 0, nil)
 	d.sourceLimiter = transport.NewLimiter(g.RatePerSource, g.BurstPerSource, 0, nil)
 	d.refusals = newRefusalAudit(d.jrnl, d.log)
@@ -360,8 +361,9 @@ func (d *Daemon) addHTTPListener(l httpListener) error {
 		Refused: func(r *http.Request, status int, reason string) {
 			d.refusals.record(l.name, r, status, reason)
 		},
-		Sessions: d.sessions,
-		Logger:   d.log,
+		Sessions:     d.sessions,
+		SessionOwner: sessionOwner,
+		Logger:       d.log,
 	}
 	if l.name != "loopback" {
 		opts.SourceLimiter = d.sourceLimiter
@@ -387,6 +389,21 @@ func (d *Daemon) addHTTPListener(l httpListener) error {
 		d.serveLocked(ln)
 	}
 	return nil
+}
+
+// sessionOwner is who a session belongs to: the key, and the Tailnet user
+// and node when the caller came over the tailnet, so that neither another
+// key nor another Tailnet identity with the same key can use the session.
+func sessionOwner(ctx context.Context) transport.SessionOwner {
+	c, ok := tools.CallerFrom(ctx)
+	if !ok {
+		return transport.SessionOwner{}
+	}
+	o := transport.SessionOwner{Key: c.Principal.KeyID}
+	if t := c.Principal.Tailnet; t != nil {
+		o.Identity = "tailnet " + strconv.Quote(t.User) + " " + strconv.Quote(t.Node)
+	}
+	return o
 }
 
 // authenticate verifies a bearer key and makes the caller of the request.

@@ -12,15 +12,18 @@ import (
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/tools"
 	"github.com/proxmox-mcp/proxmox-mcp/transport"
 )
 
 // refusalAudit journals what the HTTP listeners refuse before any tool
 // runs: a wrong Host or Origin, a missing or unknown key, a body over the
-// limit, a rate limit, the session cap. Each source gets a few rows a
+// limit, a rate limit, the session caps, a session that is not the
+// caller's. Each source (an IPv6 client by its /64) gets a few rows a
 // second at most; beyond that refusals are counted and the count goes into
 // the source's next row, so a flood of bad requests cannot turn into a
-// flood of fsyncs.
+// flood of fsyncs. The request's method and path are recorded as sent,
+// control characters included: the journal stores them escaped.
 type refusalAudit struct {
 	j       *journal.Journal
 	log     *slog.Logger
@@ -40,19 +43,41 @@ func (a *refusalAudit) record(listenerName string, r *http.Request, status int, 
 	if err != nil {
 		src = r.RemoteAddr
 	}
+	limitAs := transport.SourceKey(r.RemoteAddr)
 	a.mu.Lock()
-	if ok, _ := a.limiter.Allow(src); !ok {
-		a.suppressed[src]++
+	if ok, _ := a.limiter.Allow(limitAs); !ok {
+		a.suppressed[limitAs]++
 		a.mu.Unlock()
 		return
 	}
-	if n := a.suppressed[src]; n > 0 {
+	if n := a.suppressed[limitAs]; n > 0 {
 		reason += fmt.Sprintf(" (and %d earlier refusals from this source, not recorded one by one)", n)
-		delete(a.suppressed, src)
+		delete(a.suppressed, limitAs)
 	}
 	a.mu.Unlock()
-	// The key's id, when the request carried a well-formed key: its public
-	// half, whether or not the key exists (the secret is never recorded).
+	call := journal.Call{Time: time.Now(), Tool: "http " + r.Method + " " + r.URL.Path, Principal: refusedPrincipal(listenerName, src, r)}
+	res := journal.Result{Outcome: journal.OutcomeDenied, Status: status, Error: reason}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := a.j.Record(ctx, call, res); err != nil {
+		a.log.Warn("daemon: the journal refused the row of an HTTP refusal", "listener", listenerName, "source", src, "status", status, "err", err)
+	}
+}
+
+// refusedPrincipal is who a refused request came from: the caller its key
+// made, once the key was accepted (a session refusal, a quota); before
+// that, the key's id when the request carried a well-formed key, its
+// public half, whether or not the key exists (the secret is never
+// recorded).
+func refusedPrincipal(listenerName, src string, r *http.Request) journal.Principal {
+	if c, ok := tools.CallerFrom(r.Context()); ok {
+		p := c.Principal
+		jp := journal.Principal{KeyID: p.KeyID, KeyName: p.Name, Profile: p.Profile, Policy: p.Policy, Transport: listenerName, Source: src}
+		if p.Tailnet != nil {
+			jp.TailnetUser, jp.TailnetNode = p.Tailnet.User, p.Tailnet.Node
+		}
+		return jp
+	}
 	p := journal.Principal{KeyName: "(no key)", Transport: listenerName, Source: src}
 	if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		p.KeyName = "(malformed key)"
@@ -60,15 +85,5 @@ func (a *refusalAudit) record(listenerName string, r *http.Request, status int, 
 			p.KeyID, p.KeyName = tok.ID, ""
 		}
 	}
-	tool := "http " + r.Method + " " + r.URL.Path
-	if len(tool) > 100 {
-		tool = tool[:100]
-	}
-	call := journal.Call{Time: time.Now(), Tool: tool, Principal: p}
-	res := journal.Result{Outcome: journal.OutcomeDenied, Status: status, Error: reason}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := a.j.Record(ctx, call, res); err != nil {
-		a.log.Warn("daemon: the journal refused the row of an HTTP refusal", "listener", listenerName, "source", src, "status", status, "error", err)
-	}
+	return p
 }

@@ -1,7 +1,10 @@
 // Package transport owns how clients reach the daemon: the Streamable HTTP
-// listeners with their guards (Host and Origin allow-lists against DNS
-// rebinding, a real body-size limit, bearer-key authentication, timeouts),
-// the unauthenticated /healthz and /readyz, and stdio for local use.
+// listeners with their guards (a per-source request limit, Host and Origin
+// allow-lists against DNS rebinding, a real body-size limit, bearer-key
+// authentication, timeouts), MCP sessions bound to the caller that opened
+// them and capped over the daemon and per key, the unauthenticated
+// /healthz and /readyz (its checks run at most once a second, and shown in
+// full only on loopback), and stdio for local use.
 package transport
 
 import (
@@ -15,9 +18,12 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // DefaultMaxBody is the largest request body accepted: 1 MiB.
@@ -91,19 +97,34 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// MaxBodyBytes caps a request body; DefaultMaxBody when zero.
 	MaxBodyBytes int64
-	// Ready answers /readyz.
+	// Ready answers /readyz. The handler runs it at most once per
+	// ReadyCacheTTL, however many ask at once, and shows its checks only
+	// to loopback callers; others get ready or not.
 	Ready Readiness
-	// Refused is told of every refusal (for the journal); may be nil.
+	// Refused is told of every refusal (for the journal); may be nil. Once
+	// the key has been accepted, r carries the authenticated context.
 	Refused func(r *http.Request, status int, reason string)
 	// SourceLimiter, when set, bounds the requests of each client address
-	// before anything else is done for them (the key's check included);
-	// loopback listeners have one source and go without.
+	// (an IPv6 client by its /64, see SourceKey) before anything else is
+	// done for them, on every path; loopback listeners have one source and
+	// go without.
 	SourceLimiter *Limiter
-	// Sessions, when set, caps the sessions open over every listener: an
-	// initialize that would open one more is refused with 503.
+	// Sessions, when set, binds every MCP session to the caller that
+	// opened it and caps them, over every listener and per key: an
+	// initialize that would open one too many is refused (503 at the cap,
+	// 429 at the key's quota), and a session id used by any other caller
+	// is answered 404. The MCP handler must be NewStreamable with the same
+	// Sessions.
 	Sessions *Sessions
-	Logger   *slog.Logger
+	// SessionOwner tells, from the context Authenticate returned, who the
+	// caller is for its sessions; required with Sessions.
+	SessionOwner func(ctx context.Context) SessionOwner
+	Logger       *slog.Logger
 }
+
+// ReadyCacheTTL is how long one run of the readiness checks answers
+// /readyz: no answer reflects checks started longer ago than this.
+const ReadyCacheTTL = time.Second
 
 // NewHandler builds the listener's handler: /mcp behind the guards and
 // authentication, /healthz and /readyz without a key.
@@ -114,6 +135,9 @@ func NewHandler(o HTTPOptions) (http.Handler, error) {
 	if len(o.AllowedHosts) == 0 && o.HostAllowed == nil {
 		return nil, errors.New("transport: at least one allowed Host is required")
 	}
+	if o.Sessions != nil && o.SessionOwner == nil {
+		return nil, errors.New("transport: Sessions need a SessionOwner to bind each session to its caller")
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBody
 	}
@@ -121,6 +145,9 @@ func NewHandler(o HTTPOptions) (http.Handler, error) {
 		o.Logger = slog.Default()
 	}
 	g := &guard{o: o, hosts: map[string]bool{}, origins: map[string]bool{}}
+	if o.Ready != nil {
+		g.ready = newReadyCache(o.Ready, ReadyCacheTTL, 5*time.Second)
+	}
 	for _, h := range o.AllowedHosts {
 		g.hosts[strings.ToLower(h)] = true
 	}
@@ -134,13 +161,30 @@ func NewHandler(o HTTPOptions) (http.Handler, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusNotFound, "not found: the MCP endpoint is /mcp")
 	})
-	return g.hostCheck(mux), nil
+	return g.sourceLimit(g.hostCheck(mux)), nil
 }
 
 type guard struct {
 	o       HTTPOptions
 	hosts   map[string]bool
 	origins map[string]bool
+	ready   *readyCache
+}
+
+// sourceLimit bounds the requests of each client address, whatever they
+// ask for: /readyz and unknown paths cost a token like /mcp.
+func (g *guard) sourceLimit(next http.Handler) http.Handler {
+	if g.o.SourceLimiter == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		src := SourceKey(r.RemoteAddr)
+		if ok, wait := g.o.SourceLimiter.Allow(src); !ok {
+			g.tooMany(w, r, wait, "too many requests from "+src)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // hostCheck refuses requests whose Host is not the listener's own: a web
@@ -168,16 +212,6 @@ func (g *guard) hostAllowed(host string) bool {
 }
 
 func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
-	if g.o.SourceLimiter != nil {
-		src, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			src = r.RemoteAddr
-		}
-		if ok, wait := g.o.SourceLimiter.Allow(src); !ok {
-			g.tooMany(w, r, wait, "too many requests from "+src)
-			return
-		}
-	}
 	if origin := r.Header.Get("Origin"); origin != "" && !g.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] {
 		g.refuse(w, r, http.StatusForbidden, "forbidden: Origin "+strconv.Quote(origin)+" is not allowed")
 		return
@@ -208,6 +242,8 @@ func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusUnauthorized, "unauthorized: the key was not accepted")
 		return
 	}
+	// From here on a refusal is recorded with the caller the key made.
+	r = r.WithContext(ctx)
 	// The body is read here, up to the limit, so that a chunked body over
 	// it is refused with 413 like a declared one.
 	body, err := io.ReadAll(io.LimitReader(r.Body, g.o.MaxBodyBytes+1))
@@ -219,16 +255,121 @@ func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the %d-byte limit", g.o.MaxBodyBytes))
 		return
 	}
-	if g.o.Sessions != nil && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
-		g.o.Sessions.Full() && isInitialize(body) {
-		w.Header().Set("Retry-After", "30")
-		g.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: %d are open, the most this daemon keeps (http.max_sessions); close one or wait for an idle one to end", g.o.Sessions.Open()))
-		return
+	if g.o.Sessions != nil && !isModern(r, body) {
+		gr, release, ok := g.session(w, r, body)
+		if !ok {
+			return
+		}
+		defer release()
+		r = r.WithContext(withGrant(r.Context(), gr))
 	}
-	r = r.WithContext(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	g.o.MCP.ServeHTTP(w, r)
+}
+
+// session applies the session rules to a request of the protocol versions
+// that have sessions (before 2026-07-28): an initialize gets a place
+// within the caps or is refused; a request naming a session is served
+// only if the session is its caller's; a GET stream or DELETE must name
+// one. It returns the grant mcp-go's session-id manager acts on, and what
+// to do when the request is done.
+func (g *guard) session(w http.ResponseWriter, r *http.Request, body []byte) (*grant, func(), bool) {
+	s := g.o.Sessions
+	owner := g.o.SessionOwner(r.Context())
+	if owner.Key == "" {
+		g.refuse(w, r, http.StatusInternalServerError, "the caller has no session owner (a daemon bug); nothing was served")
+		return nil, nil, false
+	}
+	gr := &grant{s: s, owner: owner}
+	id := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case r.Method == http.MethodPost && isInitialize(body):
+		// Every initialize opens a session, whatever Mcp-Session-Id it
+		// carries, so every one counts against the caps.
+		res, err := s.reserve(owner)
+		if err != nil {
+			var le *sessionLimitError
+			if errors.As(err, &le) && le.perKey {
+				g.tooMany(w, r, le.retryAfter, err.Error())
+				return nil, nil, false
+			}
+			w.Header().Set("Retry-After", "30")
+			g.refuse(w, r, http.StatusServiceUnavailable, err.Error())
+			return nil, nil, false
+		}
+		for _, old := range res.evicted {
+			g.endSession(r.Context(), owner, old)
+		}
+		gr.res = res
+		return gr, res.release, true
+	case id != "":
+		switch s.acquire(id, owner) {
+		case sessionLive:
+			return gr, func() { s.release(id) }, true
+		case sessionEnded:
+			g.refuse(w, r, http.StatusNotFound, "session ended (closed, idle past http.session_idle_timeout, or ended to make room): initialize a new one")
+		case sessionForeign:
+			// The answer is the one for an id never given out: another
+			// caller learns nothing of the session; the journal learns
+			// who tried.
+			g.refuseRecorded(w, r, http.StatusNotFound, "session not found: initialize a new one",
+				fmt.Sprintf("session %s is not this caller's (it was opened by another key or Tailnet identity); refused as not found", shortSession(id)))
+		default:
+			g.refuse(w, r, http.StatusNotFound, "session not found: initialize a new one")
+		}
+		return nil, nil, false
+	case r.Method == http.MethodGet || r.Method == http.MethodDelete:
+		g.refuse(w, r, http.StatusBadRequest, "bad request: "+r.Method+" /mcp needs the Mcp-Session-Id of a session this key opened (initialize first)")
+		return nil, nil, false
+	}
+	return gr, func() {}, true
+}
+
+// endSession has mcp-go drop the state of a session the caps ended to
+// make room, as the session's own DELETE would.
+func (g *guard) endSession(ctx context.Context, owner SessionOwner, id string) {
+	req, err := http.NewRequestWithContext(withGrant(context.WithoutCancel(ctx), &grant{s: g.o.Sessions, owner: owner}), http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", id)
+	g.o.MCP.ServeHTTP(discardResponse{h: http.Header{}}, req)
+	g.o.Logger.Info("transport: ended a session unused for a while to make room for a new one of the same key",
+		"listener", g.o.Listener, "key", owner.Key, "session", shortSession(id))
+}
+
+// discardResponse takes mcp-go's answer to a DELETE it was handed.
+type discardResponse struct{ h http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.h }
+func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (d discardResponse) WriteHeader(int)             {}
+
+// shortSession is enough of a session id to tell it apart in a log.
+func shortSession(id string) string {
+	if len(id) > len(sessionPrefix)+8 {
+		return id[:len(sessionPrefix)+8] + "…"
+	}
+	return id
+}
+
+// isModern reports whether mcp-go serves the request as protocol version
+// 2026-07-28 or later, which has no sessions: by its header, or for a
+// POST by its _meta, as mcp-go tells.
+func isModern(r *http.Request, body []byte) bool {
+	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		return true
+	}
+	if r.Method != http.MethodPost {
+		return false
+	}
+	var m struct {
+		Params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		} `json:"params"`
+	}
+	return json.Unmarshal(body, &m) == nil && mcp.IsModernProtocol(m.Params.Meta.ProtocolVersion())
 }
 
 // tooMany answers 429 with how long to wait.
@@ -274,15 +415,18 @@ func (g *guard) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz runs the readiness checks: 200 when all pass, 503 otherwise.
+// readyz answers whether the daemon is ready: 200 when every check
+// passes, 503 otherwise. The checks' own words go only to loopback callers:
+// they name what is wrong inside the host.
 func (g *guard) readyz(w http.ResponseWriter, r *http.Request) {
-	if g.o.Ready == nil {
+	if g.ready == nil {
 		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	checks := g.o.Ready(ctx)
+	checks, err := g.ready.get(r.Context())
+	if err != nil {
+		return // the client went away
+	}
 	ready := true
 	for _, v := range checks {
 		ready = ready && v == "ok"
@@ -291,15 +435,35 @@ func (g *guard) readyz(w http.ResponseWriter, r *http.Request) {
 	if !ready {
 		status = http.StatusServiceUnavailable
 	}
+	if !isLoopback(r.RemoteAddr) {
+		writeJSON(w, status, map[string]any{"ready": ready})
+		return
+	}
 	writeJSON(w, status, map[string]any{"ready": ready, "checks": checks})
 }
 
-func (g *guard) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
-	if g.o.Refused != nil {
-		g.o.Refused(r, status, reason)
+// isLoopback reports whether a client address is on the host itself.
+func isLoopback(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
 	}
-	g.o.Logger.Info("transport: refused", "listener", g.o.Listener, "status", status, "source", r.RemoteAddr, "reason", reason)
-	writeJSON(w, status, map[string]string{"error": reason})
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+func (g *guard) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
+	g.refuseRecorded(w, r, status, reason, reason)
+}
+
+// refuseRecorded answers a refusal and records it with a reason of its
+// own: what the journal may know and the caller may not.
+func (g *guard) refuseRecorded(w http.ResponseWriter, r *http.Request, status int, answer, record string) {
+	if g.o.Refused != nil {
+		g.o.Refused(r, status, record)
+	}
+	g.o.Logger.Info("transport: refused", "listener", g.o.Listener, "status", status, "source", r.RemoteAddr, "reason", record)
+	writeJSON(w, status, map[string]string{"error": answer})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -46,6 +49,7 @@ func testServer(t *testing.T, ready Readiness) (*httptest.Server, *[]string) {
 		MaxBodyBytes:   DefaultMaxBody,
 		Ready:          ready,
 		Refused:        func(r *http.Request, status int, reason string) { refused = append(refused, reason) },
+		Logger:         quiet(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -154,12 +158,8 @@ func TestCallerReachesTool(t *testing.T) {
 }
 
 func TestHealthAndReady(t *testing.T) {
-	failing := false
 	srv, _ := testServer(t, func(context.Context) map[string]string {
-		if failing {
-			return map[string]string{"schema": "ok", "pve": "unreachable: connection refused"}
-		}
-		return map[string]string{"schema": "ok", "pve": "ok"}
+		return map[string]string{"schema": "ok", "pve": "unreachable: connection refused"}
 	})
 	get := func(path string) (int, map[string]any) {
 		resp, err := srv.Client().Get(srv.URL + path)
@@ -174,16 +174,164 @@ func TestHealthAndReady(t *testing.T) {
 	if code, m := get("/healthz"); code != 200 || m["status"] != "ok" || len(m) != 1 {
 		t.Errorf("healthz %d %v", code, m)
 	}
-	if code, m := get("/readyz"); code != 200 || m["ready"] != true {
-		t.Errorf("readyz %d %v", code, m)
-	}
-	failing = true
-	if code, m := get("/readyz"); code != 503 || m["ready"] != false {
-		t.Errorf("readyz failing %d %v", code, m)
+	if code, m := get("/readyz"); code != 503 || m["ready"] != false || m["checks"] == nil {
+		t.Errorf("readyz failing, from loopback: %d %v (want the checks)", code, m)
 	}
 	if code, _ := get("/nope"); code != 404 {
 		t.Errorf("unknown path %d", code)
 	}
+}
+
+// readyHandler is a handler whose readiness checks count their runs and
+// take a while (in a synctest bubble, no real time).
+func readyHandler(t *testing.T, failing *atomic.Bool, runs *atomic.Int32, limiter *Limiter) http.Handler {
+	t.Helper()
+	h, err := NewHandler(HTTPOptions{
+		Listener:      "lan",
+		Logger:        quiet(),
+		MCP:           http.NotFoundHandler(),
+		Authenticate:  func(ctx context.Context, _, _, _ string, _ *http.Request) (context.Context, error) { return ctx, nil },
+		AllowedHosts:  []string{"pve1.lan:8443"},
+		SourceLimiter: limiter,
+		Ready: func(ctx context.Context) map[string]string {
+			runs.Add(1)
+			time.Sleep(200 * time.Millisecond) // a PVE request and a policy evaluation
+			if failing.Load() {
+				return map[string]string{"pve": "unreachable: connection refused"}
+			}
+			return map[string]string{"pve": "ok"}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func readyz(h http.Handler, remote string) (int, map[string]any) {
+	req := httptest.NewRequest("GET", "/readyz", nil)
+	req.Host = "pve1.lan:8443"
+	req.RemoteAddr = remote
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	var m map[string]any
+	json.Unmarshal(w.Body.Bytes(), &m) //nolint:errcheck // checked by the callers
+	return w.Code, m
+}
+
+// Reproduces /readyz running a PVE request and a policy evaluation per
+// hit: N hits at once share one run of the checks; a hit within
+// ReadyCacheTTL of a run's start is answered from it; after that a change
+// shows.
+func TestReadyzConcurrentHitsRunTheChecksOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var failing atomic.Bool
+		var runs atomic.Int32
+		h := readyHandler(t, &failing, &runs, nil)
+		var wg sync.WaitGroup
+		for i := range 50 {
+			wg.Go(func() {
+				if code, m := readyz(h, fmt.Sprintf("127.0.0.1:%d", 40000+i)); code != 200 || m["ready"] != true {
+					t.Errorf("hit %d: %d %v", i, code, m)
+				}
+			})
+		}
+		wg.Wait()
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("50 hits at once ran the checks %d times, want 1", n)
+		}
+		// PVE goes away: within the cache time of the run's start the
+		// answer is the cached one; after it, the change shows.
+		failing.Store(true)
+		time.Sleep(ReadyCacheTTL - 300*time.Millisecond) // 200 ms of the run, then this: 100 ms left
+		if code, _ := readyz(h, "127.0.0.1:1"); code != 200 || runs.Load() != 1 {
+			t.Errorf("within the cache time: %d, %d runs", code, runs.Load())
+		}
+		time.Sleep(100 * time.Millisecond)
+		if code, m := readyz(h, "127.0.0.1:1"); code != 503 || m["ready"] != false || runs.Load() != 2 {
+			t.Errorf("after the cache time: %d %v, %d runs", code, m, runs.Load())
+		}
+	})
+}
+
+// A run that outlasts the cache time is not waited for by a caller that
+// came after the cache time: it starts its own, so its answer is never
+// older than ReadyCacheTTL.
+func TestReadyzSlowRunIsNotReusedPastTheCacheTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int32
+		release := make(chan struct{})
+		h, err := NewHandler(HTTPOptions{
+			Listener: "loopback", MCP: http.NotFoundHandler(), AllowedHosts: []string{"127.0.0.1"},
+			Authenticate: func(ctx context.Context, _, _, _ string, _ *http.Request) (context.Context, error) { return ctx, nil },
+			Ready: func(ctx context.Context) map[string]string {
+				if runs.Add(1) == 1 {
+					<-release
+				}
+				return map[string]string{"pve": "ok"}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func() int {
+			req := httptest.NewRequest("GET", "/readyz", nil)
+			req.Host, req.RemoteAddr = "127.0.0.1", "127.0.0.1:5"
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			return w.Code
+		}
+		go get() // the slow first run
+		synctest.Wait()
+		time.Sleep(ReadyCacheTTL)
+		if code := get(); code != 200 || runs.Load() != 2 {
+			t.Errorf("a hit after the cache time while the first run hangs: %d, %d runs (want its own run)", code, runs.Load())
+		}
+		close(release)
+	})
+}
+
+// Reproduces /readyz telling anyone what is wrong inside the host: a
+// caller that is not on loopback sees only whether the daemon is ready.
+func TestReadyzNonLoopbackSeesOnlyReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var failing atomic.Bool
+		var runs atomic.Int32
+		failing.Store(true)
+		h := readyHandler(t, &failing, &runs, nil)
+		for _, remote := range []string{"192.168.1.20:5000", "[fd00::7]:5000", "100.64.0.9:443"} {
+			code, m := readyz(h, remote)
+			if code != 503 || len(m) != 1 || m["ready"] != false {
+				t.Errorf("from %s: %d %v, want 503 and only ready", remote, code, m)
+			}
+		}
+		for _, remote := range []string{"127.0.0.1:5000", "[::1]:5000"} {
+			if code, m := readyz(h, remote); code != 503 || m["checks"] == nil {
+				t.Errorf("from %s: %d %v, want the checks", remote, code, m)
+			}
+		}
+	})
+}
+
+// Reproduces /readyz outside the source limiter: it costs a token like
+// /mcp, and a source over its rate gets 429.
+func TestReadyzIsSourceLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var failing atomic.Bool
+		var runs atomic.Int32
+		h := readyHandler(t, &failing, &runs, NewLimiter(1, 3, 0, nil))
+		for i := range 3 {
+			if code, _ := readyz(h, "192.168.1.20:5000"); code != 200 {
+				t.Fatalf("hit %d within the burst: %d", i+1, code)
+			}
+		}
+		if code, m := readyz(h, "192.168.1.20:5001"); code != http.StatusTooManyRequests || !strings.Contains(fmt.Sprint(m["error"]), "too many requests from 192.168.1.20") {
+			t.Errorf("over the burst: %d %v", code, m)
+		}
+		if code, _ := readyz(h, "192.168.1.21:5000"); code != 200 {
+			t.Errorf("another source: %d", code)
+		}
+	})
 }
 
 // A listener whose names change while it runs answers from its hook for

@@ -1,14 +1,11 @@
 package transport
 
 import (
-	"fmt"
 	"math"
-	"strings"
+	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 )
 
@@ -89,83 +86,23 @@ func (l *Limiter) evict(now time.Time) {
 	}
 }
 
-// Sessions is the session-id manager every listener's Streamable HTTP
-// server shares. It hands out unguessable ids, counts the sessions open
-// over all listeners, and remembers terminated ids for a while (bounded),
-// so a client using one is told it ended rather than that it never was.
-type Sessions struct {
-	max int
-	now func() time.Time
-
-	open       atomic.Int64
-	mu         sync.Mutex
-	live       map[string]struct{}
-	terminated map[string]time.Time
-}
-
-const sessionPrefix = "pmcp-session-"
-
-// terminatedMemory is how long an ended session's id is remembered.
-const terminatedMemory = time.Hour
-
-// NewSessions returns a manager allowing max sessions at once.
-func NewSessions(max int, now func() time.Time) *Sessions {
-	if now == nil {
-		now = time.Now
+// SourceKey is the name a client address is limited by: the IP of an IPv4
+// client (an IPv4-mapped IPv6 address is the IPv4 one), the /64 of an IPv6
+// client, which is what one host or one site is commonly given, so
+// rotating addresses within it gains nothing. remoteAddr is host:port or a
+// bare address; anything else is used as it is.
+func SourceKey(remoteAddr string) string {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	var ip netip.Addr
+	if err == nil {
+		ip = ap.Addr()
+	} else if ip, err = netip.ParseAddr(remoteAddr); err != nil {
+		return remoteAddr
 	}
-	return &Sessions{max: max, now: now, live: map[string]struct{}{}, terminated: map[string]time.Time{}}
-}
-
-// Full reports whether a new session would exceed the cap.
-func (s *Sessions) Full() bool { return s.max > 0 && int(s.open.Load()) >= s.max }
-
-// Open is the number of sessions open.
-func (s *Sessions) Open() int { return int(s.open.Load()) }
-
-// Generate makes the id of a new session.
-func (s *Sessions) Generate() string {
-	id := sessionPrefix + uuid.NewString()
-	s.mu.Lock()
-	s.live[id] = struct{}{}
-	s.mu.Unlock()
-	s.open.Add(1)
-	return id
-}
-
-// Validate checks an id a client sent.
-func (s *Sessions) Validate(id string) (bool, error) {
-	rest, ok := strings.CutPrefix(id, sessionPrefix)
-	if !ok || uuid.Validate(rest) != nil {
-		return false, fmt.Errorf("invalid session id")
+	ip = ip.Unmap().WithZone("")
+	if ip.Is4() {
+		return ip.String()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.terminated[id]; ok {
-		return true, nil
-	}
-	if _, ok := s.live[id]; !ok {
-		return false, fmt.Errorf("session not found")
-	}
-	return false, nil
-}
-
-// Terminate ends a session: the client's DELETE, or the idle sweep.
-func (s *Sessions) Terminate(id string) (bool, error) {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.live[id]; !ok {
-		return false, nil
-	}
-	delete(s.live, id)
-	s.open.Add(-1)
-	for t, at := range s.terminated {
-		if now.Sub(at) > terminatedMemory {
-			delete(s.terminated, t)
-		}
-	}
-	if len(s.terminated) < 100000 {
-		s.terminated[id] = now
-	}
-	return false, nil
+	p, _ := ip.Prefix(64)
+	return p.String()
 }

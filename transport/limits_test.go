@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // A bucket holds its burst, then refuses and says when the next token
@@ -49,52 +47,6 @@ func TestLimiter(t *testing.T) {
 	}
 }
 
-// Session ids are unguessable and known: a made-up id is invalid, an ended
-// one is reported terminated, and the count follows.
-func TestSessions(t *testing.T) {
-	s := NewSessions(2, nil)
-	a, b := s.Generate(), s.Generate()
-	if a == b || !strings.HasPrefix(a, "pmcp-session-") || s.Open() != 2 || !s.Full() {
-		t.Fatalf("ids %q %q, open %d", a, b, s.Open())
-	}
-	if term, err := s.Validate(a); term || err != nil {
-		t.Errorf("live session: %v %v", term, err)
-	}
-	if _, err := s.Validate("pmcp-session-00000000-0000-0000-0000-000000000000"); err == nil {
-		t.Error("an id never given is valid")
-	}
-	if _, err := s.Validate("mcp-session-x"); err == nil {
-		t.Error("a foreign id is valid")
-	}
-	s.Terminate(a)
-	s.Terminate(a) // twice is once
-	if term, _ := s.Validate(a); !term || s.Open() != 1 || s.Full() {
-		t.Errorf("after terminate: terminated %v, open %d", term, s.Open())
-	}
-}
-
-// guardedServer is an MCP endpoint behind NewHandler with the guards set.
-func guardedServer(t *testing.T, o HTTPOptions, idle time.Duration) *httptest.Server {
-	t.Helper()
-	s := server.NewMCPServer("t", "1")
-	o.Listener = "lan"
-	o.MCP = NewStreamable(s, StreamableOptions{Sessions: o.Sessions, IdleTTL: idle})
-	o.Authenticate = func(ctx context.Context, key, _, _ string, _ *http.Request) (context.Context, error) {
-		if key != "pmcp_good" {
-			return nil, fmt.Errorf("no")
-		}
-		return ctx, nil
-	}
-	o.AllowedHosts = []string{"127.0.0.1"}
-	h, err := NewHandler(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // Per-source limits apply before the key is checked (an unknown key costs
 // a token too), with 429 and Retry-After.
 func TestSourceLimit(t *testing.T) {
@@ -117,63 +69,6 @@ func TestSourceLimit(t *testing.T) {
 	}
 	if len(refused) != 2 || refused[1] != http.StatusTooManyRequests {
 		t.Errorf("refusals told %v", refused)
-	}
-}
-
-// The session cap refuses the initialize that would open one session too
-// many with 503; ending a session frees its place; requests within open
-// sessions are not refused.
-func TestSessionCap(t *testing.T) {
-	sessions := NewSessions(2, nil)
-	srv := guardedServer(t, HTTPOptions{Sessions: sessions}, 0)
-	auth := map[string]string{"Authorization": "Bearer pmcp_good"}
-	var ids []string
-	for range 2 {
-		resp := post(t, srv, initBody, auth)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("initialize: %d", resp.StatusCode)
-		}
-		ids = append(ids, resp.Header.Get("Mcp-Session-Id"))
-	}
-	resp := post(t, srv, initBody, auth)
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("third session: %d, want 503 with Retry-After", resp.StatusCode)
-	}
-	inSession := map[string]string{"Authorization": "Bearer pmcp_good", "Mcp-Session-Id": ids[0], "MCP-Protocol-Version": "2025-11-25"}
-	if resp := post(t, srv, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, inSession); resp.StatusCode != http.StatusOK {
-		t.Errorf("a request within an open session: %d", resp.StatusCode)
-	}
-	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer pmcp_good")
-	req.Header.Set("Mcp-Session-Id", ids[0])
-	del, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	del.Body.Close()
-	if resp := post(t, srv, initBody, auth); resp.StatusCode != http.StatusOK {
-		t.Errorf("initialize after a session ended: %d", resp.StatusCode)
-	}
-}
-
-// A session unused for the idle timeout is ended, and its place freed.
-func TestSessionIdleTimeout(t *testing.T) {
-	sessions := NewSessions(10, nil)
-	srv := guardedServer(t, HTTPOptions{Sessions: sessions}, 500*time.Millisecond)
-	resp := post(t, srv, initBody, map[string]string{"Authorization": "Bearer pmcp_good"})
-	id := resp.Header.Get("Mcp-Session-Id")
-	if id == "" || sessions.Open() != 1 {
-		t.Fatalf("session %q, open %d", id, sessions.Open())
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sessions.Open() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the idle session was not ended within 5 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if term, _ := sessions.Validate(id); !term {
-		t.Error("the swept session is not reported terminated")
 	}
 }
 
@@ -224,5 +119,60 @@ func TestReadTimeout(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the slow body was not cut off within 5 s")
+	}
+}
+
+func TestSourceKey(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"192.168.1.20:5000", "192.168.1.20"},
+		{"192.168.1.20", "192.168.1.20"},
+		{"[2001:db8:1:2:aaaa::1]:443", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff:ffff:ffff:ffff]:1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::9", "2001:db8:1:3::/64"},
+		{"[::ffff:10.0.0.5]:80", "10.0.0.5"},
+		{"[fe80::1%eth0]:80", "fe80::/64"},
+		{"[::1]:9", "::/64"},
+		{"not an address", "not an address"},
+	} {
+		if got := SourceKey(tc.in); got != tc.want {
+			t.Errorf("SourceKey(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Reproduces a source that rotates IPv6 addresses within its /64 to get a
+// fresh bucket for each: the source limiter counts the /64 as one.
+func TestSourceLimitIPv6By64(t *testing.T) {
+	var refused []string
+	h, err := NewHandler(HTTPOptions{
+		Listener: "lan", MCP: http.NotFoundHandler(), AllowedHosts: []string{"[fd00::1]:8443"}, Logger: quiet(),
+		Authenticate:  func(ctx context.Context, _, _, _ string, _ *http.Request) (context.Context, error) { return ctx, nil },
+		SourceLimiter: NewLimiter(0.001, 2, 0, nil),
+		Refused:       func(_ *http.Request, _ int, reason string) { refused = append(refused, reason) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(remote string) int {
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Host, req.RemoteAddr = "[fd00::1]:8443", remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	for i, remote := range []string{"[fd00:1:2:3::1]:1000", "[fd00:1:2:3::2]:1000", "[fd00:1:2:3:ffff::3]:1000"} {
+		want := http.StatusOK
+		if i == 2 {
+			want = http.StatusTooManyRequests
+		}
+		if code := get(remote); code != want {
+			t.Errorf("%s: %d, want %d", remote, code, want)
+		}
+	}
+	if code := get("[fd00:1:2:4::1]:1000"); code != http.StatusOK {
+		t.Errorf("another /64: %d", code)
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0], "too many requests from fd00:1:2:3::/64") {
+		t.Errorf("refusals %q", refused)
 	}
 }

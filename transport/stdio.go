@@ -26,8 +26,10 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 
 // StreamableOptions configure a listener's Streamable HTTP server.
 type StreamableOptions struct {
-	// Sessions, when set, makes the session ids and counts them over every
-	// listener (NewHandler's Sessions must be the same).
+	// Sessions, when set, makes the session ids, binds them to their
+	// callers and counts them over every listener. NewHandler's Sessions
+	// must be the same: a request that did not pass its guards with that
+	// manager is given no valid session.
 	Sessions *Sessions
 	// IdleTTL ends a session unused this long (30 min).
 	IdleTTL time.Duration
@@ -52,7 +54,7 @@ func NewStreamable(s *server.MCPServer, o StreamableOptions) *server.StreamableH
 		server.WithDisableLocalhostProtection(true),
 	}
 	if o.Sessions != nil {
-		opts = append(opts, server.WithSessionIdManager(o.Sessions))
+		opts = append(opts, server.WithSessionIdManagerResolver(resolver{o.Sessions}))
 	}
 	if o.Logger != nil {
 		opts = append(opts, server.WithStreamableHTTPLogger(o.Logger))
