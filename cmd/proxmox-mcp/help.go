@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/installer"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
 
@@ -228,6 +229,7 @@ func manFiles() [][2]string {
 		{config.DefaultFile, "The configuration (HuJSON): listeners, PVE API tokens, tool mode and switches."},
 		{config.DefaultPKIDir, "The local CA and the LAN server certificate (LAN exposure only)."},
 		{config.DefaultStateDir, "The daemon's state: keys, policies, the journal and the schema cache."},
+		{installer.InstallStateFile, "What proxmox-mcp install made, which uninstall removes; root's alone, out of the daemon's reach."},
 		{systemd.UnitDir + "/" + systemd.ServiceUnit, "The service as the installer wrote it for the chosen exposure."},
 		{"/usr/lib/systemd/system/" + systemd.ServiceUnit, "The service the Debian package ships (loopback only); the installer's unit overrides it."},
 		{systemd.SysusersDir + "/" + systemd.SysusersFile, "The system user the daemon runs as (systemd-sysusers)."},
