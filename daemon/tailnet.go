@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"tailscale.com/logtail"
 	"tailscale.com/tsnet"
 
+	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/transport"
@@ -63,6 +65,10 @@ type tailnetNode struct {
 	url   atomic.Pointer[string]
 	// port is the port served on, once chosen.
 	port atomic.Int32
+	// urlFile holds the login URL while the node waits for a login
+	// (config.TailnetLoginURLFile); loginURL is the URL last written.
+	urlFile  string
+	loginURL string
 
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -104,6 +110,11 @@ func (d *Daemon) startTailnet(t config.Tailnet) (*tailnetNode, error) {
 	if t.Hostname == "" {
 		t.Hostname = config.DefaultTailnetHostname
 	}
+	// A login URL of an earlier run is stale: the node asks for a new one.
+	urlFile := d.cfg.TailnetLoginURLFile()
+	if err := os.Remove(urlFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("the Tailnet login URL file: %w", err)
+	}
 	srv := &tsnet.Server{
 		Hostname:   t.Hostname,
 		Dir:        dir,
@@ -113,13 +124,15 @@ func (d *Daemon) startTailnet(t config.Tailnet) (*tailnetNode, error) {
 		// What tsnet means for the operator (the login URL, the state):
 		// info. tailscaled's own log: debug, and only formatted when
 		// debug is on.
+		// The login URL is kept out of both (see hideLoginURLs): the log
+		// goes to journald, which the adm group reads.
 		UserLogf: func(format string, args ...any) {
-			log.Info("tsnet: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+			log.Info("tsnet: " + hideLoginURLs(strings.TrimSpace(fmt.Sprintf(format, args...)), urlFile, true))
 		},
 	}
 	if log.Enabled(context.Background(), slog.LevelDebug) {
 		srv.Logf = func(format string, args ...any) {
-			log.Debug("tailscale: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+			log.Debug("tailscale: " + hideLoginURLs(strings.TrimSpace(fmt.Sprintf(format, args...)), urlFile, false))
 		}
 	}
 	logsOff := !t.LogUpload
@@ -146,7 +159,7 @@ func (d *Daemon) startTailnet(t config.Tailnet) (*tailnetNode, error) {
 		srv.Close() //nolint:errcheck // closing what failed
 		return nil, fmt.Errorf("the Tailnet node: %w", err)
 	}
-	n := &tailnetNode{d: d, cfg: t, srv: srv, lc: lc, log: log, whois: lc.WhoIs, done: make(chan struct{})}
+	n := &tailnetNode{d: d, cfg: t, srv: srv, lc: lc, log: log, whois: lc.WhoIs, urlFile: urlFile, done: make(chan struct{})}
 	n.state.Store(ipn.NoState)
 	if d.tailnetStarted != nil {
 		d.tailnetStarted(srv)
@@ -229,10 +242,8 @@ func (n *tailnetNode) watch(ctx context.Context) error {
 		if note.ErrMessage != nil {
 			n.log.Error("daemon: the Tailnet node reports an error", "error", *note.ErrMessage)
 		}
-		if note.BrowseToURL != nil && *note.BrowseToURL != "" {
-			n.log.Info("daemon: the Tailnet node needs a login: open the URL to add it to your tailnet "+
-				"(or put an auth key in listen.tailnet.auth_key_file and restart)", "login_url", *note.BrowseToURL)
-			n.d.setStatusExtra("tailnet: needs a login: login URL: " + *note.BrowseToURL)
+		if note.BrowseToURL != nil && *note.BrowseToURL != "" && *note.BrowseToURL != n.loginURL {
+			n.needsLogin(*note.BrowseToURL)
 		}
 		if note.State != nil {
 			prev := n.state.Swap(*note.State)
@@ -276,7 +287,56 @@ func (n *tailnetNode) up(ctx context.Context) {
 		// The listener is in the status line now; the login is done.
 		n.d.setStatusExtra("")
 	}
+	n.loggedIn()
 	n.setHosts(st)
+}
+
+// needsLogin keeps the login URL where only root and the daemon's user
+// can read it, and tells the log and the status line where that is: the
+// URL itself attaches the node to whichever tailnet opens it, and the
+// status line (systemctl status) and journald are readable by other
+// users.
+func (n *tailnetNode) needsLogin(url string) {
+	n.loginURL = url
+	if err := atomicfile.WriteFile(n.urlFile, []byte(url+"\n"), 0o600); err != nil {
+		n.log.Error("daemon: the Tailnet node needs a login, and its login URL could not be written; "+
+			"put an auth key in listen.tailnet.auth_key_file and restart", "file", n.urlFile, "err", err)
+		n.d.setStatusExtra("tailnet: needs a login; the login URL could not be written (see the log)")
+		return
+	}
+	n.log.Info("daemon: the Tailnet node needs a login: the login URL is in the file, readable by root; open it to add the node to your tailnet "+
+		"(or put an auth key in listen.tailnet.auth_key_file and restart)", "file", n.urlFile)
+	n.d.setStatusExtra("tailnet: needs a login: the login URL is in " + n.urlFile + " (root only; proxmox-mcp doctor shows it)")
+}
+
+// loggedIn removes the login URL once the node runs.
+func (n *tailnetNode) loggedIn() {
+	if n.loginURL == "" {
+		return
+	}
+	n.loginURL = ""
+	if err := os.Remove(n.urlFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		n.log.Warn("daemon: the used Tailnet login URL could not be removed", "file", n.urlFile, "err", err)
+	}
+}
+
+// loginURLShape matches the login URLs of Tailscale (/a/…), of
+// Headscale (/register/…) and of the test control server (/auth/…).
+var loginURLShape = regexp.MustCompile(`https?://[^\s"'<>]+/(?:a|auth|register)/[^\s"'<>]+`)
+
+// anyURL matches any URL.
+var anyURL = regexp.MustCompile(`https?://[^\s"'<>]+`)
+
+// hideLoginURLs replaces login URLs in a line of tsnet's log by where the
+// URL is kept: every URL in the lines tsnet means for the user (the only
+// URL they carry is the login URL), the login-shaped ones in tailscaled's
+// own.
+func hideLoginURLs(line, urlFile string, all bool) string {
+	re := loginURLShape
+	if all {
+		re = anyURL
+	}
+	return re.ReplaceAllLiteralString(line, "<the login URL, in "+urlFile+">")
 }
 
 // serve opens the Tailnet listener: HTTPS on the node's tailnet name when
@@ -447,7 +507,7 @@ func (n *tailnetNode) readiness() string {
 	case st == ipn.Running && n.url.Load() != nil:
 		return "ok"
 	case st == ipn.NeedsLogin:
-		return "the node needs a login: the URL is in the daemon's log (or set listen.tailnet.auth_key_file)"
+		return "the node needs a login: the login URL is in " + n.urlFile + ", readable by root (or set listen.tailnet.auth_key_file)"
 	case st == ipn.NeedsMachineAuth:
 		return "the node waits for approval in the tailnet's admin console"
 	case st == ipn.Stopped:

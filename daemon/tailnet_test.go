@@ -21,6 +21,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -423,7 +424,7 @@ func TestTailnetPolicyAllowsUserADeniesUserB(t *testing.T) {
 
 	cb, ctxB := tr.mcpClient(t, b, key)
 	res, _ = callTool(t, cb, ctxB, tools.ToolCall, statusArgs)
-	if text := resultText(res); !res.IsError || !strings.Contains(text, "Refused by policy a-and-b@v1") ||
+	if text := resultText(res); !res.IsError || !strings.Contains(text, "your key's policy a-and-b@v1 does not allow this call") ||
 		!strings.Contains(text, "Tailnet user "+b.user+" may only read guests 200-299") {
 		t.Fatalf("user B: error %v, %q; want the policy's denial", res.IsError, text)
 	}
@@ -434,12 +435,12 @@ func TestTailnetPolicyAllowsUserADeniesUserB(t *testing.T) {
 	}
 	// B's own guests are B's.
 	if res, _ := callTool(t, cb, ctxB, tools.ToolCall, map[string]any{"method": "GET", "path": "/nodes/pve1/qemu/201/status/current"}); res.IsError &&
-		strings.Contains(resultText(res), "Refused by policy") {
+		strings.Contains(resultText(res), "does not allow this call") {
 		t.Errorf("user B on guest 201: %q", resultText(res))
 	}
 
 	cl, ctxL := tr.client(key)
-	if res, _ := callTool(t, cl, ctxL, tools.ToolCall, statusArgs); !res.IsError || !strings.Contains(resultText(res), "is available to your key") {
+	if res, _ := callTool(t, cl, ctxL, tools.ToolCall, statusArgs); !res.IsError || !strings.Contains(resultText(res), "does not allow this call") {
 		t.Errorf("the key over loopback: %v %q", res.IsError, resultText(res))
 	}
 }
@@ -465,10 +466,10 @@ func TestTailnetCapabilityGrant(t *testing.T) {
 	}
 	key := tr.policyKey(t, "tailnet-grant", src, tests)
 	c, ctx := tr.mcpClient(t, laptop, key)
-	// Without a grant the policy never allows anything, so for this
-	// caller the endpoint does not exist.
+	// Without a grant the policy never allows anything: the call is
+	// refused, and the refusal names the policy.
 	res, _ := callTool(t, c, ctx, tools.ToolCall, statusArgs)
-	if !res.IsError || !strings.Contains(resultText(res), "is available to your key") {
+	if !res.IsError || !strings.Contains(resultText(res), "does not allow this call") {
 		t.Fatalf("without a grant: %v %q", res.IsError, resultText(res))
 	}
 
@@ -716,8 +717,12 @@ func startTailnetClientWithKey(tb testing.TB, c *testcontrol.Server, name, authK
 }
 
 // Without an auth key the daemon does not wait for the login: loopback
-// serves at once, /readyz says the node needs a login, the log carries the
-// login URL, and the Tailnet listener opens when someone completes it.
+// serves at once, /readyz says the node needs a login, and the Tailnet
+// listener opens when someone completes it. Reproduces the login URL in the
+// systemd status line (and the log), which every local user can read and
+// whoever opens it can attach the node to their own tailnet: the URL is in
+// a file only the daemon's user (and root) can read, the status line and
+// the log say where, and the file goes once the node is logged in.
 func TestTailnetLoginURL(t *testing.T) {
 	t.Parallel()
 	lc := &recordedLifecycle{}
@@ -727,18 +732,23 @@ func TestTailnetLoginURL(t *testing.T) {
 	if res, _ := callTool(t, c, ctx, tools.ToolCall, statusArgs); res.IsError {
 		t.Fatalf("loopback while the node waits: %s", resultText(res))
 	}
+	urlFile := tr.d.cfg.TailnetLoginURLFile()
 	var loginURL string
 	deadline := time.Now().Add(30 * time.Second)
 	for loginURL == "" {
-		for line := range strings.SplitSeq(tr.logs.String(), "\n") {
-			if _, u, ok := strings.Cut(line, "login_url="); ok && strings.Contains(line, "level=INFO") {
-				loginURL = strings.Fields(u)[0]
-			}
+		if b, err := os.ReadFile(urlFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			loginURL = strings.TrimSpace(string(b))
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no login URL in the log:\n%s", tr.logs)
+			t.Fatalf("no login URL in %s; log:\n%s", urlFile, tr.logs)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if fi, err := os.Stat(urlFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the login URL file: %v %v, want mode 0600", fi.Mode(), err)
+	}
+	if !strings.Contains(loginURL, "/auth/") {
+		t.Fatalf("login URL %q", loginURL)
 	}
 	resp, err := http.Get(tr.url + "/readyz")
 	if err != nil {
@@ -750,17 +760,27 @@ func TestTailnetLoginURL(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&ready) //nolint:errcheck // checked below
 	resp.Body.Close()
-	if resp.StatusCode != 503 || ready.Ready || !strings.Contains(ready.Checks["tailnet"], "needs a login") || strings.Contains(ready.Checks["tailnet"], "/auth/") {
+	if resp.StatusCode != 503 || ready.Ready || !strings.Contains(ready.Checks["tailnet"], "needs a login") || strings.Contains(ready.Checks["tailnet"], loginURL) {
 		t.Errorf("readyz while the node waits: %d %+v (the URL must not be in it)", resp.StatusCode, ready)
 	}
 	if tr.d.Addresses()["tailnet"] != "" {
 		t.Fatal("a Tailnet listener before the login")
 	}
-	// systemctl status shows the URL (the installer reads it from there).
-	if ev := lc.take(); !slices.ContainsFunc(ev, func(e string) bool {
-		return strings.HasPrefix(e, "STATUS: serving ") && strings.HasSuffix(e, "; tailnet: needs a login: login URL: "+loginURL)
+	// systemctl status says where the URL is, never the URL.
+	events := lc.take()
+	if !slices.ContainsFunc(events, func(e string) bool {
+		return strings.HasPrefix(e, "STATUS: serving ") && strings.Contains(e, "; tailnet: needs a login: the login URL is in "+urlFile)
 	}) {
-		t.Errorf("no status with the login URL: %q", ev)
+		t.Errorf("no status naming the login URL's file: %q", events)
+	}
+	for _, e := range events {
+		if strings.Contains(e, loginURL) || strings.Contains(e, "/auth/") {
+			t.Errorf("the status line holds the login URL: %q", e)
+		}
+	}
+	// Nor does the log, at debug: tsnet's own lines are rewritten.
+	if logs := tr.logs.String(); strings.Contains(logs, loginURL) || strings.Contains(logs, "/auth/") || !strings.Contains(logs, "file="+urlFile) {
+		t.Errorf("the log holds the login URL, or does not say where it is:\n%s", logs)
 	}
 	if !tr.control.CompleteAuth(loginURL) {
 		t.Fatalf("testcontrol does not know the login URL %s", loginURL)
@@ -779,10 +799,85 @@ func TestTailnetLoginURL(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	for _, e := range seen {
+		if strings.Contains(e, loginURL) {
+			t.Errorf("the status line holds the login URL: %q", e)
+		}
+	}
+	if _, err := os.Stat(urlFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the used login URL is still in %s: %v", urlFile, err)
+	}
 	laptop := startTailnetClient(t, tr.control, "laptop")
 	c2, ctx2 := tr.mcpClient(t, laptop, tr.key("operator"))
 	if res, _ := callTool(t, c2, ctx2, tools.ToolCall, statusArgs); res.IsError {
 		t.Fatalf("after the login: %s", resultText(res))
+	}
+	if logs := tr.logs.String(); strings.Contains(logs, loginURL) {
+		t.Errorf("the log holds the login URL:\n%s", logs)
+	}
+}
+
+// Tailscale's systemd notifier (tailscale.com/feature/sdnotify), which
+// writes "Needs login: <URL>" into the status line itself, is not linked
+// into the daemon (the tests link it, through testcontrol: so the package
+// list is asked of the go command).
+func TestTailscaleSystemdNotifierNotLinked(t *testing.T) {
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to list the daemon's packages: %v", err)
+	}
+	out, err := exec.Command(gocmd, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	if slices.Contains(strings.Fields(string(out)), "tailscale.com/feature/sdnotify") {
+		t.Error("tailscale.com/feature/sdnotify is linked into the daemon: tailscaled would put the login URL in the status line")
+	}
+}
+
+func TestHideLoginURLs(t *testing.T) {
+	const file = "/var/lib/proxmox-mcp/tailnet/login-url"
+	for _, tc := range []struct {
+		line string
+		all  bool
+		want string
+	}{
+		{"To start this tsnet server, restart with TS_AUTHKEY set, or go to: https://login.tailscale.com/a/1a2b3c4d5e6f", true,
+			"To start this tsnet server, restart with TS_AUTHKEY set, or go to: <the login URL, in " + file + ">"},
+		{"AuthURL is https://login.tailscale.com/a/1a2b3c4d5e6f", false, "AuthURL is <the login URL, in " + file + ">"},
+		{"RegisterReq: got response; authURL=https://headscale.example.net/register/mkey:abc", false, "RegisterReq: got response; authURL=<the login URL, in " + file + ">"},
+		{"control server key from https://controlplane.tailscale.com: ts2021=[abc]", false, "control server key from https://controlplane.tailscale.com: ts2021=[abc]"},
+		{"tsnet running state path /var/lib/proxmox-mcp/tailnet/tailscaled.state", true, "tsnet running state path /var/lib/proxmox-mcp/tailnet/tailscaled.state"},
+	} {
+		if got := hideLoginURLs(tc.line, file, tc.all); got != tc.want {
+			t.Errorf("hideLoginURLs(%q, all %v) = %q, want %q", tc.line, tc.all, got, tc.want)
+		}
+	}
+}
+
+// Reproduces a session used by the same key from another Tailnet
+// identity: the session's owner is the key with the Tailnet user and node
+// that opened it, so another machine holding the same key gets 404, and
+// the journal row names that machine.
+func TestTailnetSessionOfAnotherIdentityIs404(t *testing.T) {
+	t.Parallel()
+	tr := newTailnetRig(t, tailnetOptions{})
+	a := startTailnetClient(t, tr.control, "alice-laptop")
+	b := startTailnetClient(t, tr.control, "bob-laptop")
+	key := tr.key("read-only")
+	url := tr.base + "/mcp"
+	id := openSession(t, a.httpClient(nil), url, key)
+	resp, body := rawMCP(t, b.httpClient(nil), url, http.MethodPost, key, id, rawPing)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the same key from bob-laptop in alice-laptop's session: %d %s, want 404", resp.StatusCode, body)
+	}
+	if resp, body := rawMCP(t, a.httpClient(nil), url, http.MethodPost, key, id, rawPing); resp.StatusCode != http.StatusOK {
+		t.Errorf("alice-laptop in its own session: %d %s", resp.StatusCode, body)
+	}
+	rows := httpRows(t, tr.rig)
+	if len(rows) != 1 || rows[0].Status != 404 || rows[0].Principal.TailnetNode != "bob-laptop" || rows[0].Principal.TailnetUser != b.user ||
+		rows[0].Principal.KeyID != keyIDOf(key) || !strings.Contains(rows[0].Error, "is not this caller's") {
+		t.Errorf("rows %+v", rows)
 	}
 }
 
