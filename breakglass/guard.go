@@ -316,7 +316,9 @@ func (c *call) values() {
 		inspect(name, v)
 	}
 	for _, name := range sortedKeys(c.args) {
-		if freeText[name] {
+		// Prose cannot attach anything, and a secret (a certificate's
+		// private key) must not reach a hit, which the journal keeps.
+		if freeText[name] || c.ep != nil && c.ep.Secret(name) || c.ep == nil && schema.SecretParam("", name) {
 			continue
 		}
 		for _, v := range strs(c.args[name]) {

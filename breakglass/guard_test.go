@@ -344,3 +344,17 @@ func TestGuardInventoryAgeAndSingleFlight(t *testing.T) {
 		}
 	})
 }
+
+// A secret parameter is never inspected: a path-shaped line of a PEM
+// private key would otherwise be quoted in a hit, and hits are journalled.
+func TestGuardSkipsSecrets(t *testing.T) {
+	b := newBed(t)
+	g := b.guard(repository)
+	pem := "-----BEGIN PRIVATE KEY-----\n/tmp/looks+like+a+path\n-----END PRIVATE KEY-----"
+	got := b.check(g, "POST", "/nodes/pve1/certificates/custom", map[string]any{"certificates": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "key": pem})
+	for _, h := range got.Hits {
+		if strings.Contains(h.Value, "looks+like") {
+			t.Errorf("a secret in a hit: %+v", h)
+		}
+	}
+}
