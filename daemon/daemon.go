@@ -457,9 +457,10 @@ func (d *Daemon) caller(ctx context.Context, p keys.Principal, transportName, so
 }
 
 // tierOf is the PVE token tier of a binding: a profile's own, a custom
-// policy's declared tier.
-func (d *Daemon) tierOf(_ context.Context, b policy.Binding) (tools.Tier, error) {
-	t, err := d.pstore.Tier(b)
+// policy's declared tier, from the compiled policy (read once per change
+// of the active version, like the decisions).
+func (d *Daemon) tierOf(ctx context.Context, b policy.Binding) (tools.Tier, error) {
+	t, err := d.engine.Tier(ctx, b)
 	if err != nil {
 		return "", fmt.Errorf("the key's binding %s: %w", b, err)
 	}

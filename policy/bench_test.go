@@ -4,10 +4,11 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
-	"github.com/proxmox-mcp/proxmox-mcp/schema"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // benchInput is a typical call: starting guest 150 on pve1.
@@ -110,30 +111,106 @@ func BenchmarkCompile(b *testing.B) {
 }
 
 // BenchmarkVisibleTools: the tool set of one principal over all 646
-// endpoints of PVE 9.1, uncached (the engine caches it per policy digest,
-// registry and principal).
+// endpoints of PVE 9.1.
+//
+//   - new-policy/POLICY: the first listing of a policy (its classes of
+//     cases, then each class decided), the registry's cases built;
+//   - seen-policy: the first listing of a new key whose policy was listed
+//     for another key (a cache hit: built-in profiles read nothing of the
+//     principal);
+//   - per-endpoint: Compiled.Visible for each endpoint, no classes.
 func BenchmarkVisibleTools(b *testing.B) {
 	reg := fixtureRegistry(b, pve91)
-	c, err := CompileBuiltin(context.Background(), Operator)
+	ctx := context.Background()
+	e, err := NewEngine(ctx, nil, EngineOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		n := 0
-		for _, ep := range reg.Endpoints() {
-			ok, err := c.Visible(ctx, ep, Principal{Profile: Operator})
+	lc, err := e.listingCases(reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	policies := map[string]*Compiled{}
+	for _, prof := range Profiles() {
+		policies[prof] = e.builtins[prof]
+	}
+	for _, ex := range []string{"vm-100-199", "working-hours", "tailnet-grant"} {
+		src, err := os.ReadFile("examples/" + ex + ".rego")
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := CompileCustom(ctx, ex, src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		policies["custom-"+ex] = c
+	}
+	for _, name := range append(Profiles(), "custom-vm-100-199", "custom-working-hours", "custom-tailnet-grant") {
+		b.Run("new-policy/"+name, func(b *testing.B) {
+			c := policies[name]
+			p := Principal{KeyID: "abcdefghijklmnop", Profile: name, Transport: "tailnet", Source: "100.64.0.9",
+				Tailnet: &TailnetIdentity{User: "alice@example.com", Node: "laptop"}}
+			principal, _, err := c.principalClass(p)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if ok {
-				n++
+			var n visibilityCounts
+			var tools []string
+			b.ReportAllocs()
+			for b.Loop() {
+				c.groupMu.Lock()
+				c.groups = nil
+				c.groupMu.Unlock()
+				tools, n, err = c.visibleTools(ctx, topdown.NewCancel(), lc, principal)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(tools)), "tools")
+			b.ReportMetric(float64(n.classes), "classes")
+			b.ReportMetric(float64(n.witnessed), "witnessed")
+			b.ReportMetric(float64(n.partial), "partial")
+		})
+	}
+	b.Run("seen-policy", func(b *testing.B) {
+		if _, err := e.VisibleTools(ctx, Binding{Profile: Operator}, Principal{KeyID: "first", Profile: Operator}, reg); err != nil {
+			b.Fatal(err)
+		}
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			i++
+			p := Principal{KeyID: strconv.Itoa(i), Profile: Operator, Transport: "lan", Source: "10.0.0." + strconv.Itoa(i%250)}
+			if _, err := e.VisibleTools(ctx, Binding{Profile: Operator}, p, reg); err != nil {
+				b.Fatal(err)
 			}
 		}
-		if n == 0 {
-			b.Fatal("nothing visible")
+	})
+	b.Run("registry-cases", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := newListingCases(reg); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	_ = schema.RiskRead
+	})
+	b.Run("per-endpoint/operator", func(b *testing.B) {
+		c := policies[Operator]
+		b.ReportAllocs()
+		for b.Loop() {
+			n := 0
+			for _, ep := range reg.Endpoints() {
+				ok, err := c.Visible(ctx, ep, Principal{Profile: Operator})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ok {
+					n++
+				}
+			}
+			if n == 0 {
+				b.Fatal("nothing visible")
+			}
+		}
+	})
 }

@@ -104,9 +104,21 @@ type Compiled struct {
 	Digest string
 	// Package is the Rego package whose decision rule is queried.
 	Package string
+	// Tier is the PVE token tier the daemon calls with for this policy: a
+	// profile's own name, or what a custom policy declares (DeclaredTier).
+	Tier string
 
-	decide  rego.PreparedEvalQuery
+	decide rego.PreparedEvalQuery
+	// visible partially evaluates the visibility query; listing evaluates
+	// it on a copy of the policy whose reads of unknown fields halt (nil
+	// when the policy reads the input as a whole, or the copy does not
+	// compile). See visibility.go.
 	visible rego.PreparedPartialQuery
+	listing *rego.PreparedEvalQuery
+	// use is what the policy reads of its input.
+	use *inputUse
+
+	groupCache
 }
 
 // ErrCompile marks a policy that does not compile.
@@ -145,38 +157,64 @@ func init() {
 }
 
 // compile prepares the decision query of pkg over mods (which must include
-// the library and profiles).
-func compile(ctx context.Context, name, digest, pkg string, mods []Module) (*Compiled, error) {
+// the library and profiles), the visibility queries, and what the policy
+// reads of its input.
+func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module) (*Compiled, error) {
 	parsed, err := parseModules(mods)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
 	}
 	query := "data." + pkg + ".decision"
+	var compiler *ast.Compiler
 	opts := regoOptions()
 	for _, m := range parsed {
 		opts = append(opts, rego.ParsedModule(m))
 	}
-	decide, err := rego.New(append(opts, rego.Query(query))...).PrepareForEval(ctx)
+	// A builtin error (to_number("abc")) stops the evaluation with the
+	// error, which denies: without it the expression would be undefined,
+	// and in a negated rule (not blocked) undefined is success, so a
+	// policy could fail open. Policy tests run the same way (RunTests).
+	decide, err := rego.New(append(opts, rego.Query(query), rego.StrictBuiltinErrors(true),
+		rego.CompilerHook(func(c *ast.Compiler) { compiler = c }))...).PrepareForEval(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
 	}
-	// What is not known when tools are listed: the call's path, parameters,
-	// targets and time. Its risk is enumerated, and the guard is taken to
-	// find nothing (a guard hit only ever turns a decision into a deny or
-	// break-glass).
-	unknowns := []string{"input.concrete_path", "input.params", "input.targets", "input.time"}
+	use := analyzeInput(compiler, ast.MustParseRef(query))
+	// What is not known when tools are listed (unknownAtListing): the
+	// call's path, parameters, targets and time. Its risk is enumerated,
+	// and the guard is taken to find nothing (a guard hit only ever turns
+	// a decision into a deny or break-glass).
+	unknown := unknownAtListing()
+	unknownRefs := make([]*ast.Term, len(unknown))
+	for i, k := range unknown {
+		unknownRefs[i] = ast.NewTerm(ast.InputRootRef.Append(ast.StringTerm(k)))
+	}
 	vopts := regoOptions()
+	var vmods []*ast.Module
 	for _, m := range parsed {
 		if packageOf(m) == pkg {
 			m = withoutDenyDefault(m)
 		}
+		vmods = append(vmods, m)
 		vopts = append(vopts, rego.ParsedModule(m))
 	}
-	visible, err := rego.New(append(vopts, rego.Query(query+`.effect != "deny"`), rego.Unknowns(unknowns))...).PrepareForPartial(ctx)
+	// Partial evaluation does not stop at a builtin error: the expression
+	// is undefined. That can only show more tools (never hide one a strict
+	// evaluation allows): an evaluation without errors is the same either
+	// way, and one with an error denies.
+	visible, err := rego.New(append(vopts, rego.Query(query+`.effect != "deny"`), rego.ParsedUnknowns(unknownRefs))...).PrepareForPartial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
 	}
-	return &Compiled{Name: name, Digest: digest, Package: pkg, decide: decide, visible: visible}, nil
+	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, visible: visible, use: use}
+	if !use.whole {
+		// When the copy does not compile (a rewritten reference where
+		// Rego wants a reference), partial evaluation decides every case.
+		if listing, err := prepareListing(ctx, pkg, vmods, unknown); err == nil {
+			c.listing = &listing
+		}
+	}
+	return c, nil
 }
 
 // withoutDenyDefault returns m without a "default decision" whose effect is
@@ -224,7 +262,7 @@ func CompileBuiltin(ctx context.Context, profile string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(ctx, profile, Digest(src), profilePackage(profile), mods)
+	return compile(ctx, profile, Digest(src), profilePackage(profile), profile, mods)
 }
 
 // CompileCustom checks and compiles a custom policy module.
@@ -232,11 +270,18 @@ func CompileCustom(ctx context.Context, name string, src []byte) (*Compiled, err
 	if err := checkCustom(name, src); err != nil {
 		return nil, err
 	}
+	tier, err := DeclaredTier(name, src)
+	if err != nil {
+		if !errors.Is(err, ErrCompile) {
+			err = fmt.Errorf("%w: %w", ErrCompile, err)
+		}
+		return nil, err
+	}
 	mods, err := builtinModules()
 	if err != nil {
 		return nil, err
 	}
-	return compile(ctx, name, Digest(src), CustomPackage, append(mods, Module{Name: name, Source: src}))
+	return compile(ctx, name, Digest(src), CustomPackage, tier, append(mods, Module{Name: name, Source: src}))
 }
 
 // checkCustom parses a custom policy and checks its package and rules.

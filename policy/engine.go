@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
@@ -24,10 +29,27 @@ func (b Binding) String() string {
 	return "profile " + b.Profile
 }
 
+// DefaultVisibilityTimeout bounds the computation of one principal's
+// visible tools over a registry. It takes milliseconds; the bound is for a
+// custom policy with an expensive rule, which would otherwise hold
+// tools/list (and every tools/call, which checks visibility first).
+const DefaultVisibilityTimeout = 5 * time.Second
+
+// DefaultVisibilityCacheEntries is how many visibility answers an engine
+// keeps (least recently used first out).
+const DefaultVisibilityCacheEntries = 1024
+
 // EngineOptions configure an Engine.
 type EngineOptions struct {
-	// Timeout bounds one evaluation (DefaultTimeout).
+	// Timeout bounds one decision (DefaultTimeout).
 	Timeout time.Duration
+	// VisibilityTimeout bounds the computation of one principal's visible
+	// tools over a registry (DefaultVisibilityTimeout). Past it the
+	// evaluation in progress is cancelled and VisibleTools fails.
+	VisibilityTimeout time.Duration
+	// VisibilityCacheEntries bounds the visibility cache
+	// (DefaultVisibilityCacheEntries).
+	VisibilityCacheEntries int
 	// Logger receives compile errors of custom policies (slog.Default()).
 	Logger *slog.Logger
 }
@@ -41,21 +63,25 @@ type Engine struct {
 
 	mu     sync.Mutex
 	custom map[string]*customEntry
-	vis    map[visKey][]string
+	cases  *listingCases // of the last registry listed
+
+	compiling singleflight.Group // by policy id and digest
+	listing   singleflight.Group // by visibility key
+	vis       *visCache
+
+	// testHookJoined, when set, runs after a caller of VisibleTools has
+	// joined (or started) a computation; testHookCompute at the start of
+	// each computation.
+	testHookJoined, testHookCompute func()
 }
 
+// customEntry is the compiled active version of a custom policy, or why it
+// does not compile, as of an index fingerprint.
 type customEntry struct {
 	fp       fingerprint
+	digest   string
 	compiled *Compiled
-}
-
-// visKey keys the visibility cache. The Tailnet identity has lists and
-// maps, so it is keyed by its canonical encoding: callers whose identities
-// differ in anything (a capability's value included) never share an entry.
-type visKey struct {
-	digest, registry string
-	principal        Principal // without Tailnet
-	tailnet          string    // TailnetIdentity.cacheKey, "" without one
+	err      error
 }
 
 // NewEngine compiles the built-in profiles. store may be nil when no custom
@@ -64,10 +90,17 @@ func NewEngine(ctx context.Context, store *Store, opts EngineOptions) (*Engine, 
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	if opts.VisibilityTimeout <= 0 {
+		opts.VisibilityTimeout = DefaultVisibilityTimeout
+	}
+	if opts.VisibilityCacheEntries <= 0 {
+		opts.VisibilityCacheEntries = DefaultVisibilityCacheEntries
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	e := &Engine{store: store, opts: opts, builtins: map[string]*Compiled{}, custom: map[string]*customEntry{}, vis: map[visKey][]string{}}
+	e := &Engine{store: store, opts: opts, builtins: map[string]*Compiled{}, custom: map[string]*customEntry{},
+		vis: newVisCache(opts.VisibilityCacheEntries)}
 	for _, p := range Profiles() {
 		c, err := CompileBuiltin(ctx, p)
 		if err != nil {
@@ -80,7 +113,8 @@ func NewEngine(ctx context.Context, store *Store, opts EngineOptions) (*Engine, 
 
 // Policy returns the compiled policy of a binding. A custom policy is
 // recompiled when its active version changes; the check is one stat of the
-// index per call.
+// index per call. No lock is held while a policy compiles, and concurrent
+// callers wait for one compilation.
 func (e *Engine) Policy(ctx context.Context, b Binding) (*Compiled, error) {
 	switch {
 	case b.Profile != "" && b.Policy != "":
@@ -101,26 +135,50 @@ func (e *Engine) Policy(ctx context.Context, b Binding) (*Compiled, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if ce := e.custom[b.Policy]; ce != nil && ce.fp == fp && !racy {
-		return ce.compiled, nil
+	ce := e.custom[b.Policy]
+	e.mu.Unlock()
+	if ce != nil && ce.fp == fp && !racy {
+		return ce.compiled, ce.err
 	}
 	v, err := e.store.Active(b.Policy)
 	if err != nil {
+		e.mu.Lock()
 		delete(e.custom, b.Policy)
+		e.mu.Unlock()
 		return nil, err
 	}
-	if ce := e.custom[b.Policy]; ce != nil && ce.compiled.Digest == v.Digest {
-		ce.fp = fp
-		return ce.compiled, nil
+	if ce != nil && ce.digest == v.Digest {
+		e.remember(b.Policy, &customEntry{fp: fp, digest: ce.digest, compiled: ce.compiled, err: ce.err})
+		return ce.compiled, ce.err
 	}
-	c, err := CompileCustom(ctx, fmt.Sprintf("%s@v%d", v.ID, v.Version), v.Source)
+	r, _, _ := e.compiling.Do(b.Policy+"\x00"+v.Digest, func() (any, error) {
+		c, err := CompileCustom(context.WithoutCancel(ctx), fmt.Sprintf("%s@v%d", v.ID, v.Version), v.Source)
+		if err != nil {
+			e.opts.Logger.Error("policy: active version does not compile", "policy", b.Policy, "version", v.Version, "err", err)
+		}
+		return &customEntry{fp: fp, digest: v.Digest, compiled: c, err: err}, nil
+	})
+	ce = r.(*customEntry)
+	e.remember(b.Policy, ce)
+	return ce.compiled, ce.err
+}
+
+func (e *Engine) remember(id string, ce *customEntry) {
+	e.mu.Lock()
+	e.custom[id] = ce
+	e.mu.Unlock()
+}
+
+// Tier returns the PVE token tier of a binding from its compiled policy: a
+// profile's own name, or the tier the active version of a custom policy
+// declares. It is read when the policy compiles, once per change, and
+// found like Policy finds the policy (one stat of the index).
+func (e *Engine) Tier(ctx context.Context, b Binding) (string, error) {
+	c, err := e.Policy(ctx, b)
 	if err != nil {
-		e.opts.Logger.Error("policy: active version does not compile", "policy", b.Policy, "version", v.Version, "err", err)
-		return nil, err
+		return "", err
 	}
-	e.custom[b.Policy] = &customEntry{fp: fp, compiled: c}
-	return c, nil
+	return c.Tier, nil
 }
 
 // Decide evaluates the call for the binding; any failure to find or
@@ -134,45 +192,105 @@ func (e *Engine) Decide(ctx context.Context, b Binding, in *Input) Decision {
 }
 
 // VisibleTools returns the names of the tools of reg that the principal's
-// policy could ever allow, sorted. It is computed once per policy digest,
-// registry and principal, then cached. The daemon shows these tools in
+// policy could ever allow, sorted. The daemon shows these tools in
 // tools/list and treats any other tool name in tools/call as unknown, so
 // the two agree: a hidden tool does not exist for the caller, and a
 // visible one may still be denied call by call, with a reason.
+//
+// The answer is computed once per policy digest, registry and class of
+// principal: only the principal's fields the policy reads count, so every
+// key of a built-in profile shares one answer per registry. Concurrent
+// callers with the same key wait for one computation, bounded by
+// EngineOptions.VisibilityTimeout whatever the callers' contexts; a caller
+// whose context ends stops waiting (the computation goes on and is
+// cached). Answers are kept in a cache of the most recently used.
 func (e *Engine) VisibleTools(ctx context.Context, b Binding, p Principal, reg *schema.Registry) ([]string, error) {
 	c, err := e.Policy(ctx, b)
 	if err != nil {
 		return nil, err
 	}
-	key := visKey{digest: c.Digest, registry: reg.SHA256(), principal: p}
-	if p.Tailnet != nil {
-		if key.tailnet, err = p.Tailnet.cacheKey(); err != nil {
-			return nil, err
-		}
-		key.principal.Tailnet = nil
+	principal, class, err := c.principalClass(p)
+	if err != nil {
+		return nil, err
 	}
-	e.mu.Lock()
-	if tools, ok := e.vis[key]; ok {
-		e.mu.Unlock()
+	key := strings.Join([]string{c.Package, c.Digest, reg.SHA256(), class}, "\x00")
+	if tools, ok := e.vis.get(key); ok {
 		return tools, nil
 	}
-	e.mu.Unlock()
-	var tools []string
-	for _, ep := range reg.Endpoints() {
-		ok, err := c.Visible(ctx, ep, p)
+	ch := e.listing.DoChan(key, func() (any, error) {
+		return e.computeVisible(context.WithoutCancel(ctx), c, reg, principal, key)
+	})
+	if e.testHookJoined != nil {
+		e.testHookJoined()
+	}
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]string), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("policy %s: visible tools: %w", c.Name, ctx.Err())
+	}
+}
+
+// computeVisible computes and caches one visibility answer within the
+// engine's bound.
+func (e *Engine) computeVisible(ctx context.Context, c *Compiled, reg *schema.Registry, principal *ast.Term, key string) ([]string, error) {
+	if e.testHookCompute != nil {
+		e.testHookCompute()
+	}
+	lc, err := e.listingCases(reg)
+	if err != nil {
+		return nil, err
+	}
+	// One cancellation for every evaluation of the computation: the timer
+	// fires it at the bound (OPA checks it between steps, so an expensive
+	// rule stops there too).
+	cancel := topdown.NewCancel()
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(e.opts.VisibilityTimeout, func() { timedOut.Store(true); cancel.Cancel() })
+	tools, n, err := c.visibleTools(ctx, cancel, lc, principal)
+	timer.Stop()
+	e.vis.update(func(s *VisibilityStats) {
+		s.Computations++
+		s.Evaluated += int64(n.evaluated)
+		s.Witnessed += int64(n.witnessed)
+		s.Partial += int64(n.partial)
 		if err != nil {
-			return nil, err
+			s.Failures++
 		}
-		if ok {
-			tools = append(tools, ep.Tool)
+	})
+	if err != nil {
+		if timedOut.Load() {
+			return nil, fmt.Errorf("policy %s: the visible tools were not decided within %s (EngineOptions.VisibilityTimeout); %d of %d classes of calls were", c.Name, e.opts.VisibilityTimeout, n.decided(), n.classes)
 		}
+		return nil, err
 	}
-	sort.Strings(tools)
-	e.mu.Lock()
-	if len(e.vis) > 1024 {
-		clear(e.vis)
+	if tools == nil {
+		tools = []string{}
 	}
-	e.vis[key] = tools
-	e.mu.Unlock()
+	e.vis.put(key, tools)
 	return tools, nil
 }
+
+// listingCases returns the cases of reg, built once per registry.
+func (e *Engine) listingCases(reg *schema.Registry) (*listingCases, error) {
+	e.mu.Lock()
+	lc := e.cases
+	e.mu.Unlock()
+	if lc != nil && lc.registry == reg.SHA256() {
+		return lc, nil
+	}
+	lc, err := newListingCases(reg)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.cases = lc
+	e.mu.Unlock()
+	return lc, nil
+}
+
+// VisibilityStats returns what VisibleTools did so far.
+func (e *Engine) VisibilityStats() VisibilityStats { return e.vis.snapshot() }

@@ -2,13 +2,12 @@ package policy
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
@@ -43,7 +42,7 @@ func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); cancel.Cancel() })
 	stop := context.AfterFunc(ctx, cancel.Cancel)
-	rs, err := c.decide.Eval(ctx, rego.EvalParsedInput(val), rego.EvalExternalCancel(cancel))
+	rs, err := c.decide.Eval(ctx, rego.EvalParsedInput(val), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
 	timer.Stop()
 	stop()
 	if err != nil {
@@ -85,37 +84,6 @@ func applyGuard(d Decision, in *Input) Decision {
 			strings.Join(vals, ", "), d.Policy)
 	}
 	return d
-}
-
-// Visible reports whether some call of ep by p could get a decision other
-// than deny. The policy is partially evaluated once for each risk class a
-// call of ep can have, with the call's path, parameters, targets and time
-// unknown and a guard that found nothing; if any evaluation leaves a query
-// that can hold, the tool is visible. A visible tool may still be denied
-// for a given call; a tool that is not visible is denied for every call.
-func (c *Compiled) Visible(ctx context.Context, ep *schema.Endpoint, p Principal) (bool, error) {
-	for _, risk := range callRisks(ep) {
-		in := Input{Principal: p, Tool: ep.Tool, Method: ep.Method, Path: ep.Path, Risk: risk,
-			Endpoint: FactsOf(ep),
-			Guard:    Guard{Evaluated: true}}
-		full, err := in.Value()
-		if err != nil {
-			return false, err
-		}
-		obj := full.(ast.Object)
-		partial := ast.NewObject()
-		for _, k := range []string{"principal", "tool", "method", "path", "risk", "endpoint", "guard"} {
-			partial.Insert(ast.StringTerm(k), obj.Get(ast.StringTerm(k)))
-		}
-		pq, err := c.visible.Partial(ctx, rego.EvalParsedInput(partial))
-		if err != nil {
-			return false, fmt.Errorf("policy %s: visibility of %s: %w", c.Name, ep.Tool, err)
-		}
-		if len(pq.Queries) > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // callRisks lists the classes a call of ep can have: without the

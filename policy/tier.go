@@ -46,19 +46,3 @@ func DeclaredTier(name string, src []byte) (string, error) {
 	}
 	return tier, nil
 }
-
-// Tier is the PVE token tier of a binding: a profile's own name, or what the
-// active version of a custom policy declares.
-func (s *Store) Tier(b Binding) (string, error) {
-	if b.Profile != "" {
-		if !IsProfile(b.Profile) {
-			return "", fmt.Errorf("%w: profile %q", ErrNotFound, b.Profile)
-		}
-		return b.Profile, nil
-	}
-	v, err := s.Active(b.Policy)
-	if err != nil {
-		return "", err
-	}
-	return DeclaredTier(fmt.Sprintf("%s@%d", v.ID, v.Version), v.Source)
-}
