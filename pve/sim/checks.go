@@ -528,9 +528,26 @@ func (r *request) qemuCPUModelAccess(newCPU, oldCPU string) error {
 	return nil
 }
 
+// resolveCDROMAlias is API2/Qemu.pm's resolve_cdrom_alias: cdrom is ide2
+// with media=cdrom, and is checked as that drive.
+func resolveCDROMAlias(params map[string]string) map[string]string {
+	v, ok := params["cdrom"]
+	if !ok {
+		return params
+	}
+	out := maps.Clone(params)
+	delete(out, "cdrom")
+	if !strings.Contains(v, "media=") {
+		v += ",media=cdrom"
+	}
+	out["ide2"] = v
+	return out
+}
+
 // qemuCreatePerms is the option part of create_vm: storage access, the
 // option classes, devices, bridges and CPU model.
 func (r *request) qemuCreatePerms(vmid int, pool string, params map[string]string, storage string) error {
+	params = resolveCDROMAlias(params)
 	if err := r.qemuStorageAccess(vmid, params, storage); err != nil {
 		return err
 	}

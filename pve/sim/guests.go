@@ -341,17 +341,24 @@ func (s *Sim) guestUpdate(kind string, async bool) handler {
 			}
 		}
 		vmid := r.vmid()
+		checked := changes // what the checks see: cdrom is ide2
 		if kind == "qemu" {
+			checked = resolveCDROMAlias(changes)
+			for i, k := range deletes {
+				if k == "cdrom" {
+					deletes[i] = "ide2"
+				}
+			}
 			if err := r.qemuModifyConfigPerm(vmid, "", deletes); err != nil {
 				return nil, err
 			}
-			if err := r.qemuModifyConfigPerm(vmid, "", sortedKeys(changes)); err != nil {
+			if err := r.qemuModifyConfigPerm(vmid, "", sortedKeys(checked)); err != nil {
 				return nil, err
 			}
-			if err := r.qemuStorageAccess(vmid, changes, ""); err != nil {
+			if err := r.qemuStorageAccess(vmid, checked, ""); err != nil {
 				return nil, err
 			}
-			if err := r.checkBridgeAccess("qemu", changes); err != nil {
+			if err := r.checkBridgeAccess("qemu", checked); err != nil {
 				return nil, err
 			}
 		}
@@ -381,23 +388,23 @@ func (s *Sim) guestUpdate(kind string, async bool) handler {
 				}
 			}
 		}
-		if err := s.checkConfigValues(g, changes); err != nil {
+		if err := s.checkConfigValues(g, checked); err != nil {
 			return nil, err
 		}
 		apply := func() error {
 			if kind == "qemu" {
 				// A reverted option is set again to its current value.
-				checked := maps.Clone(changes)
+				values := maps.Clone(checked)
 				for _, k := range reverts {
 					if v, ok := g.conf[k]; ok {
-						checked[k] = v
+						values[k] = v
 					}
 				}
-				if err := r.qemuUpdateValuePerms(g, checked, deletes); err != nil {
+				if err := r.qemuUpdateValuePerms(g, values, deletes); err != nil {
 					return err
 				}
 			}
-			return s.applyConfig(g, changes, deletes, reverts, r.flag("force"))
+			return s.applyConfig(g, checked, deletes, reverts, r.flag("force"))
 		}
 		if !async {
 			return nil, apply()
@@ -1546,6 +1553,9 @@ func (s *Sim) guestCreate(kind string) handler {
 		}
 		if kind == "lxc" && !r.flag("restore") && (!r.has("unprivileged") || r.flag("unprivileged")) {
 			conf["unprivileged"] = "1"
+		}
+		if kind == "qemu" {
+			conf = resolveCDROMAlias(conf)
 		}
 		g := &guest{vmid: vmid, kind: kind, node: nodeName, conf: conf, status: "stopped", lock: "create", pool: r.str("pool")}
 		if err := s.checkConfigValues(g, conf); err != nil {

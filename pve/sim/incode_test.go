@@ -436,3 +436,18 @@ func TestListsFilterPerItem(t *testing.T) {
 		t.Errorf("the operator's privileges on /vms/100 read by an auditor: %s %s", a, a.data)
 	}
 }
+
+// The cdrom parameter is ide2 with media=cdrom (resolve_cdrom_alias), and
+// is checked as that drive: an ISO needs read access to its storage.
+func TestCDROMAliasIsCheckedAsIDE2(t *testing.T) {
+	e := newPermEnv(t)
+	tok := e.token(g("/vms/101", "VM.Config.CDROM"))
+	iso := "local:iso/debian-12.8.0-amd64-netinst.iso"
+	if got := e.doAs(tok, "PUT", "/nodes/pve1/qemu/101/config", v("cdrom", iso)).String(); got != denied("/storage/local, Datastore.AllocateSpace|Datastore.Audit") {
+		t.Errorf("cdrom=%s without access to local: %s", iso, got)
+	}
+	e.root("PUT", "/nodes/pve1/qemu/101/config", v("cdrom", iso))
+	if conf := e.s.st.guests[101].conf; conf["ide2"] != iso+",media=cdrom" || conf["cdrom"] != "" {
+		t.Errorf("cdrom was written as ide2=%q cdrom=%q", conf["ide2"], conf["cdrom"])
+	}
+}
