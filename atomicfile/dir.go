@@ -87,7 +87,8 @@ func trustedStat(st *unix.Stat_t, euid int) bool {
 // Close closes the directory.
 func (d *Dir) Close() error { return d.f.Close() }
 
-// Path is the path the directory was opened by (for messages).
+// Path is the directory's path as it was opened, links on the way replaced
+// by their targets (for messages).
 func (d *Dir) Path() string { return d.path }
 
 // File is the directory's open file (O_RDONLY|O_DIRECTORY), for changing
@@ -97,10 +98,6 @@ func (d *Dir) File() *os.File { return d.f }
 
 // Owner is the owner files created in the directory are given.
 func (d *Dir) Owner() Owner { return d.owner }
-
-// Trusted reports whether only root or this process's user can write the
-// directory.
-func (d *Dir) Trusted() bool { return d.trusted }
 
 // Sync makes the directory's entries durable.
 func (d *Dir) Sync() error {
