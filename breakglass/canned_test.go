@@ -82,6 +82,8 @@ func TestGuardLayoutsBeyondPVEsView(t *testing.T) {
 		{name: "a VG on a multipath map may lie on the protected disk", p: Protected{Devices: []string{"/dev/sdd"}},
 			method: "DELETE", path: "/nodes/{node}/disks/lvm/{name}", vars: map[string]string{"node": "pve1", "name": "mp"},
 			kind: "unresolved", contains: "volume group mp (node pve1), whose physical volume /dev/mapper/mpatha is not in PVE's disk list"},
+		{name: "a VG on a multipath map, with no protected disk", p: Protected{Volumes: []string{"pve/model"}},
+			method: "DELETE", path: "/nodes/{node}/disks/lvm/{name}", vars: map[string]string{"node": "pve1", "name": "mp"}, noHits: true},
 		{name: "an LV of that VG", p: Protected{Devices: []string{"/dev/sdd"}},
 			method: "PUT", path: "/nodes/{node}/qemu/{vmid}/config", vars: map[string]string{"node": "pve1", "vmid": "301"},
 			args: map[string]any{"scsi3": "/dev/mp/data"}, kind: "unresolved", contains: "/dev/mp/data, an LV of volume group mp"},

@@ -388,12 +388,13 @@ func (l *loader) deriveDevices() {
 				}
 			}
 		}
+		hasDisk := false // a protected disk or partition is on this node
 		for _, want := range p.Devices {
 			dev, ok := v.known[want]
 			if !ok {
 				continue
 			}
-			foundDev[want] = true
+			foundDev[want], hasDisk = true, true
 			d := byPath[dev]
 			name := "protected device " + want
 			if dev != want {
@@ -426,7 +427,7 @@ func (l *loader) deriveDevices() {
 						m = v.devices[dev]
 					}
 					v.wholeVGs[vg.Name] = mark{"volume-group", fmt.Sprintf("volume group %s (node %s), which lies on %s", vg.Name, node, m.reason)}
-				} else if dev == "" && len(v.devices) > 0 {
+				} else if dev == "" && hasDisk {
 					v.wholeVGs[vg.Name] = mark{"unresolved", fmt.Sprintf("volume group %s (node %s), whose physical volume %s is not in PVE's disk list and so cannot be told apart from the protected devices", vg.Name, node, pv.Name)}
 				}
 			}
