@@ -159,7 +159,7 @@ func BenchmarkVisibleTools(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c.groupMu.Lock()
-				c.groups = nil
+				clear(c.groups)
 				c.groupMu.Unlock()
 				tools, n, err = c.visibleTools(ctx, topdown.NewCancel(), lc, principal)
 				if err != nil {

@@ -184,7 +184,10 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 	// call's path, parameters, targets and time. Its risk is enumerated,
 	// and the guard is taken to find nothing (a guard hit only ever turns
 	// a decision into a deny or break-glass).
-	unknown := unknownAtListing()
+	unknown, err := unknownAtListing()
+	if err != nil {
+		return nil, err
+	}
 	unknownRefs := make([]*ast.Term, len(unknown))
 	for i, k := range unknown {
 		unknownRefs[i] = ast.NewTerm(ast.InputRootRef.Append(ast.StringTerm(k)))
@@ -206,7 +209,8 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
 	}
-	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, visible: visible, use: use}
+	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, visible: visible, use: use,
+		groupCache: groupCache{groups: map[string]*caseGroups{}}}
 	if !use.whole {
 		// When the copy does not compile (a rewritten reference where
 		// Rego wants a reference), partial evaluation decides every case.

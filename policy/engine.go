@@ -63,7 +63,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	custom map[string]*customEntry
-	cases  *listingCases // of the last registry listed
+	cases  map[string]*listingCases // of the last two registries listed, by SHA256
 
 	compiling singleflight.Group // by policy id and digest
 	listing   singleflight.Group // by visibility key
@@ -100,7 +100,7 @@ func NewEngine(ctx context.Context, store *Store, opts EngineOptions) (*Engine, 
 		opts.Logger = slog.Default()
 	}
 	e := &Engine{store: store, opts: opts, builtins: map[string]*Compiled{}, custom: map[string]*customEntry{},
-		vis: newVisCache(opts.VisibilityCacheEntries)}
+		cases: map[string]*listingCases{}, vis: newVisCache(opts.VisibilityCacheEntries)}
 	for _, p := range Profiles() {
 		c, err := CompileBuiltin(ctx, p)
 		if err != nil {
@@ -277,9 +277,9 @@ func (e *Engine) computeVisible(ctx context.Context, c *Compiled, reg *schema.Re
 // listingCases returns the cases of reg, built once per registry.
 func (e *Engine) listingCases(reg *schema.Registry) (*listingCases, error) {
 	e.mu.Lock()
-	lc := e.cases
+	lc := e.cases[reg.SHA256()]
 	e.mu.Unlock()
-	if lc != nil && lc.registry == reg.SHA256() {
+	if lc != nil {
 		return lc, nil
 	}
 	lc, err := newListingCases(reg)
@@ -287,7 +287,7 @@ func (e *Engine) listingCases(reg *schema.Registry) (*listingCases, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	e.cases = lc
+	keepTwo(e.cases, lc.registry, lc)
 	e.mu.Unlock()
 	return lc, nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/topdown"
+
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
@@ -419,3 +421,56 @@ func (h countHandler) Handle(_ context.Context, r slog.Record) error {
 func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 
 func (h countHandler) WithGroup(string) slog.Handler { return h }
+
+// The evaluation copy compiles for the built-in profiles and the examples;
+// the profiles need no partial evaluation, and their cases fall into few
+// classes. (A regression here is a regression in the cost of the first
+// tools/list of every key: see BenchmarkVisibleTools.)
+func TestListingDecidesProfilesWithoutPartialEvaluation(t *testing.T) {
+	reg := fixtureRegistry(t, pve91)
+	ctx := context.Background()
+	lc, err := newListingCases(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prof := range Profiles() {
+		c, err := CompileBuiltin(ctx, prof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.listing == nil {
+			t.Fatalf("%s has no evaluation copy", prof)
+		}
+		principal, class, err := c.principalClass(Principal{KeyID: "k", Name: "n", Profile: prof, Transport: "lan", Source: "10.1.2.3"})
+		if err != nil || class != "" {
+			t.Fatalf("%s: principal class %q, %v; a profile reads nothing of the principal", prof, class, err)
+		}
+		_, n, err := c.visibleTools(ctx, topdown.NewCancel(), lc, principal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.partial != 0 || n.classes*5 > len(lc.cases) {
+			t.Errorf("%s: %+v for %d cases: want no partial evaluation and a fifth of the cases or fewer", prof, n, len(lc.cases))
+		}
+	}
+	examples, err := filepath.Glob("examples/*.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range examples {
+		if strings.HasSuffix(f, "_test.rego") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := CompileCustom(ctx, filepath.Base(f), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.listing == nil {
+			t.Errorf("%s has no evaluation copy", f)
+		}
+	}
+}

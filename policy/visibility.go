@@ -55,11 +55,10 @@ func caseKeys() []string { return []string{"tool", "method", "path", "risk", "en
 
 // unknownAtListing returns the input's top-level keys that are not known
 // when tools are listed: every key of the input document but listingKeys.
-func unknownAtListing() []string {
+func unknownAtListing() ([]string, error) {
 	v, err := (&Input{}).Value()
 	if err != nil {
-		// An empty input has nothing that fails to convert.
-		panic(fmt.Sprintf("policy: the empty input does not convert: %v", err))
+		return nil, fmt.Errorf("policy: the input's keys: %w", err)
 	}
 	var out []string
 	for _, k := range v.(ast.Object).Keys() {
@@ -67,7 +66,7 @@ func unknownAtListing() []string {
 			out = append(out, string(s))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // unknownBuiltin is what the evaluation copy of a policy calls where the
@@ -237,9 +236,9 @@ type caseGroups struct {
 // registry.
 func (c *Compiled) groupsFor(lc *listingCases) *caseGroups {
 	c.groupMu.Lock()
-	g := c.groups
+	g := c.groups[lc.registry]
 	c.groupMu.Unlock()
-	if g != nil && g.registry == lc.registry {
+	if g != nil {
 		return g
 	}
 	g = &caseGroups{registry: lc.registry, of: make([]int, len(lc.cases))}
@@ -266,7 +265,7 @@ func (c *Compiled) groupsFor(lc *listingCases) *caseGroups {
 		g.of[i] = gi
 	}
 	c.groupMu.Lock()
-	c.groups = g
+	keepTwo(c.groups, lc.registry, g)
 	c.groupMu.Unlock()
 	return g
 }
@@ -442,8 +441,22 @@ func (c *Compiled) Visible(ctx context.Context, ep *schema.Endpoint, p Principal
 	return false, nil
 }
 
-// groupCache is embedded in Compiled.
+// groupCache is embedded in Compiled: the classes of the cases of the
+// last two registries listed (while the schema is swapped, requests in
+// flight finish on the old registry).
 type groupCache struct {
 	groupMu sync.Mutex
-	groups  *caseGroups
+	groups  map[string]*caseGroups // by Registry.SHA256
+}
+
+// keepTwo stores v under k in m, dropping another entry when m would hold
+// more than two.
+func keepTwo[V any](m map[string]V, k string, v V) {
+	if _, ok := m[k]; !ok && len(m) >= 2 {
+		for other := range m {
+			delete(m, other)
+			break
+		}
+	}
+	m[k] = v
 }
