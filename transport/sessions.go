@@ -68,6 +68,7 @@ type Sessions struct {
 	perKey     map[string]int // live and reserved, by key
 	reserved   int            // places reserved for initializes in flight
 	terminated map[string]ended
+	pruned     time.Time // when terminated was last pruned
 }
 
 type session struct {
@@ -325,9 +326,14 @@ func (s *Sessions) endLocked(id string, now time.Time) bool {
 	}
 	delete(s.live, id)
 	s.decKeyLocked(se.owner.Key)
-	for t, e := range s.terminated {
-		if now.Sub(e.at) > terminatedMemory {
-			delete(s.terminated, t)
+	// Forgetting old ids walks them all: at most once a minute, or when
+	// the memory is full, so that ending many sessions stays cheap.
+	if now.Sub(s.pruned) >= time.Minute || len(s.terminated) >= maxTerminated {
+		s.pruned = now
+		for t, e := range s.terminated {
+			if now.Sub(e.at) > terminatedMemory {
+				delete(s.terminated, t)
+			}
 		}
 	}
 	if len(s.terminated) < maxTerminated {

@@ -451,3 +451,50 @@ func TestSessionsReserve(t *testing.T) {
 		t.Errorf("after Terminate: %v %v, key a holds %d", s.state(id, a), s.state(id, b), s.OpenOf("a"))
 	}
 }
+
+// An ended id is forgotten after terminatedMemory.
+func TestSessionsForgetEndedIDs(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	s := NewSessions(SessionLimits{Max: 10}, func() time.Time { return now })
+	o := SessionOwner{Key: "a"}
+	open := func() string {
+		r, err := s.reserve(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.generate()
+	}
+	old := open()
+	s.Terminate(old)
+	now = now.Add(terminatedMemory + time.Minute)
+	s.Terminate(open())
+	if st := s.state(old, o); st != sessionUnknown {
+		t.Errorf("an id ended over an hour ago is %v, want forgotten", st)
+	}
+}
+
+// The cost the guards add to every request in a session.
+func BenchmarkSessionAcquireRelease(b *testing.B) {
+	s := NewSessions(SessionLimits{Max: 256, PerKey: 16}, nil)
+	owners := make([]SessionOwner, 16)
+	ids := make([]string, 16)
+	for i := range ids {
+		owners[i] = SessionOwner{Key: fmt.Sprintf("key%02d", i)}
+		r, err := s.reserve(owners[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = r.generate()
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			j := i % len(ids)
+			if s.acquire(ids[j], owners[j]) != sessionLive {
+				b.Fatal("not live")
+			}
+			s.release(ids[j])
+			i++
+		}
+	})
+}
