@@ -216,3 +216,36 @@ func TestSessionOwner(t *testing.T) {
 		t.Errorf("no caller: %+v", o)
 	}
 }
+
+// Regression: a source over the failed-key limiter was told to come back
+// in a flat 10 s whatever the limiter knew. The 429 carries the limiter's
+// own wait and names the budget that is used up.
+func TestFailedKeyLimitSaysWhenAndWhy(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	r.start()
+	key := r.key("read-only")
+	wrong := key[:len(key)-4] + "AAAA"
+	if wrong == key {
+		wrong = key[:len(key)-4] + "BBBB"
+	}
+	var last *http.Response
+	var body string
+	// A burst of 10 at 1/s: each wrong secret costs a hash, so the budget
+	// refills a little while they are tried.
+	for range 40 {
+		last, body = rawMCP(t, nil, r.url+"/mcp", http.MethodPost, wrong, "", rawInit)
+		if last.StatusCode == http.StatusTooManyRequests {
+			break
+		}
+	}
+	if last.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("40 wrong secrets: last answer %d %s, want 429", last.StatusCode, body)
+	}
+	if ra := last.Header.Get("Retry-After"); ra == "" || ra == "10" {
+		t.Errorf("Retry-After %q: want the limiter's wait (about a second at 1/s), not a flat 10", ra)
+	}
+	if !strings.Contains(body, "key "+keyIDOf(key)) || !strings.Contains(body, "too many failed attempts") {
+		t.Errorf("429 body does not name the budget: %s", body)
+	}
+}

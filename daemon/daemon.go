@@ -426,6 +426,9 @@ func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source str
 	}
 	p, err := d.verify.Verify(ctx, key, host)
 	if err != nil {
+		if le := (*keys.LimitError)(nil); errors.As(err, &le) {
+			return nil, &transport.RateLimitError{RetryAfter: max(le.RetryAfter, time.Second), Reason: le.Reason}
+		}
 		if errors.Is(err, keys.ErrRateLimited) {
 			return nil, &transport.RateLimitError{RetryAfter: 10 * time.Second}
 		}
@@ -638,7 +641,7 @@ func journalCall(c tools.AuditCall) journal.Call {
 }
 
 func journalResult(o tools.AuditOutcome) journal.Result {
-	return journal.Result{Outcome: journal.Outcome(o.Outcome), Error: o.Error, Status: o.Status, Duration: o.Duration, UPID: o.UPID, JobID: o.JobID}
+	return journal.Result{Outcome: o.Outcome, Error: o.Error, Status: o.Status, Duration: o.Duration, UPID: o.UPID, JobID: o.JobID}
 }
 
 func (a *auditor) Intent(ctx context.Context, c tools.AuditCall) (string, error) {
