@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -109,16 +110,34 @@ type Compiled struct {
 	Tier string
 
 	decide rego.PreparedEvalQuery
-	// visible partially evaluates the visibility query; listing evaluates
-	// it on a copy of the policy whose reads of unknown fields halt (nil
-	// when the policy reads the input as a whole, or the copy does not
-	// compile). See visibility.go.
-	visible rego.PreparedPartialQuery
+	// listing evaluates the visibility query on a copy of the policy
+	// whose reads of unknown fields halt (nil when the policy reads the
+	// input as a whole, or the copy does not compile); visible partially
+	// evaluates it, prepared when first needed (the profiles never need
+	// it). See visibility.go.
 	listing *rego.PreparedEvalQuery
+	visible *partialQuery
 	// use is what the policy reads of its input.
 	use *inputUse
 
 	groupCache
+}
+
+// partialQuery is the visibility query prepared for partial evaluation on
+// first use.
+type partialQuery struct {
+	once sync.Once
+	opts []func(*rego.Rego)
+	q    rego.PreparedPartialQuery
+	err  error
+}
+
+func (p *partialQuery) get(ctx context.Context) (rego.PreparedPartialQuery, error) {
+	p.once.Do(func() {
+		p.q, p.err = rego.New(p.opts...).PrepareForPartial(context.WithoutCancel(ctx))
+		p.opts = nil
+	})
+	return p.q, p.err
 }
 
 // ErrCompile marks a policy that does not compile.
@@ -205,17 +224,22 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 	// is undefined. That can only show more tools (never hide one a strict
 	// evaluation allows): an evaluation without errors is the same either
 	// way, and one with an error denies.
-	visible, err := rego.New(append(vopts, rego.Query(query+`.effect != "deny"`), rego.ParsedUnknowns(unknownRefs))...).PrepareForPartial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
-	}
-	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, visible: visible, use: use,
+	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, use: use,
+		visible:    &partialQuery{opts: append(vopts, rego.Query(query+`.effect != "deny"`), rego.ParsedUnknowns(unknownRefs))},
 		groupCache: groupCache{groups: map[string]*caseGroups{}}}
 	if !use.whole {
 		// When the copy does not compile (a rewritten reference where
 		// Rego wants a reference), partial evaluation decides every case.
 		if listing, err := prepareListing(ctx, pkg, vmods, unknown); err == nil {
 			c.listing = &listing
+		}
+	}
+	if c.listing == nil {
+		// Partial evaluation is prepared when first needed; without the
+		// copy it always is, and its errors (a decision that is not an
+		// object with an effect) are this policy's compile errors.
+		if _, err := c.visible.get(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
 		}
 	}
 	return c, nil

@@ -367,7 +367,11 @@ func (c *Compiled) visibleCase(ctx context.Context, cancel topdown.Cancel, ep *s
 		}
 		return ok, err
 	}
-	pq, err := c.visible.Partial(ctx, rego.EvalParsedInput(in), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
+	partial, err := c.visible.get(ctx)
+	if err != nil {
+		return false, fmt.Errorf("the partial evaluation query does not compile: %w", err)
+	}
+	pq, err := partial.Partial(ctx, rego.EvalParsedInput(in), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
 	if err != nil {
 		return false, err
 	}

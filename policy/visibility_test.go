@@ -36,7 +36,11 @@ func byPartialEvaluationOnly(t *testing.T, c *Compiled, reg *schema.Registry, p 
 			for _, k := range []string{"principal", "guard"} {
 				known.Insert(ast.StringTerm(k), full.(ast.Object).Get(ast.StringTerm(k)))
 			}
-			pq, err := c.visible.Partial(context.Background(), rego.EvalParsedInput(known))
+			partial, err := c.visible.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pq, err := partial.Partial(context.Background(), rego.EvalParsedInput(known))
 			if err != nil {
 				t.Fatal(err)
 			}
