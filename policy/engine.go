@@ -66,7 +66,7 @@ type Engine struct {
 	cases  map[string]*listingCases // of the last two registries listed, by SHA256
 
 	compiling singleflight.Group // by policy id and digest
-	listing   singleflight.Group // by visibility key
+	flights   singleflight.Group // visibility computations, by cache key
 	vis       *visCache
 
 	// testHookJoined, when set, runs after a caller of VisibleTools has
@@ -217,7 +217,7 @@ func (e *Engine) VisibleTools(ctx context.Context, b Binding, p Principal, reg *
 	if tools, ok := e.vis.get(key); ok {
 		return tools, nil
 	}
-	ch := e.listing.DoChan(key, func() (any, error) {
+	ch := e.flights.DoChan(key, func() (any, error) {
 		return e.computeVisible(context.WithoutCancel(ctx), c, reg, principal, key)
 	})
 	if e.testHookJoined != nil {

@@ -9,8 +9,8 @@ import (
 )
 
 // inputUse is what a compiled policy can read of its input document, found
-// statically by walking every rule of every module it is compiled with
-// (the library and profiles included). Tool visibility is computed once
+// statically by walking every rule its decision can reach (reachableRules;
+// the library's and profiles' included). Tool visibility is computed once
 // per class of inputs the policy cannot tell apart: two principals whose
 // read fields are equal share one answer, and so do two endpoints whose
 // read fields are.
