@@ -1,10 +1,13 @@
 package tools
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
 
 // activate drafts and activates a custom policy, with a test that always
@@ -180,5 +183,58 @@ func TestDenialNamesWhatWouldAllow(t *testing.T) {
 	}
 	if out := h.audit.outcomes(); len(out) != 2 || out[0] != journal.OutcomeDenied || out[1] != journal.OutcomeInvalid {
 		t.Errorf("journal outcomes %v, want denied then invalid", out)
+	}
+}
+
+// expensive is a rule that takes far longer than any bound to evaluate.
+const expensive = `	every i in numbers.range(1, 100000) {
+		every j in numbers.range(1, 100000) {
+			i != 0 - j
+		}
+	}`
+
+// Regression: a custom policy with an expensive rule made tools/list and
+// an allowed tools/call hang (120 s in the review) with no journal row.
+// Visibility is bounded like a decision: past its bound the caller sees
+// only the generic tools and the failure is journalled; a call is decided
+// (and denied) within the decision's own bound, and journalled too.
+func TestSlowPolicyIsBoundedAndJournalled(t *testing.T) {
+	h := newHarness(t, harnessOpts{mode: ModeExpanded, engine: policy.EngineOptions{Timeout: 300 * time.Millisecond, VisibilityTimeout: 300 * time.Millisecond}})
+	h.activate("slow", `package proxmox_mcp.policy
+
+import data.proxmox_mcp.profiles.admin
+
+decision := admin.decision if slow
+
+slow if {
+`+expensive+`
+}
+`)
+	c, ctx := h.as("", "slow")
+	start := time.Now()
+	names := toolNames(t, c, ctx)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("tools/list took %s", took)
+	}
+	for _, n := range names {
+		if !h.srv.alwaysVisible(n) {
+			t.Errorf("tools/list of a policy whose visibility failed lists %s", n)
+		}
+	}
+	if !slices.Contains(names, ToolCall) {
+		t.Errorf("the generic tools are gone too: %v", names)
+	}
+	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "GET", "path": "/version"})
+	if !res.IsError || !strings.Contains(text(res), "did not decide within") {
+		t.Errorf("a call under the slow policy: %s", text(res))
+	}
+	h.audit.mu.Lock()
+	defer h.audit.mu.Unlock()
+	var rows []string
+	for _, r := range h.audit.records {
+		rows = append(rows, r.call.Tool+":"+string(r.out.Outcome))
+	}
+	if !slices.Contains(rows, "tools/list:error") || !slices.Contains(rows, ToolCall+":denied") {
+		t.Errorf("journal rows %v: want the failed listing and the denied call", rows)
 	}
 }

@@ -181,6 +181,8 @@ type harnessOpts struct {
 	// reg replaces the real PVE 9.1 registry (the simulator's built-in
 	// demo schema, for tests that must run without the fixtures).
 	reg *schema.Registry
+	// engine configures the policy engine (bounds, for slow policies).
+	engine policy.EngineOptions
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -207,7 +209,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := policy.NewEngine(context.Background(), store, policy.EngineOptions{})
+	engine, err := policy.NewEngine(context.Background(), store, o.engine)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -344,7 +344,8 @@ func (s *Server) visible(ctx context.Context, c Caller) (visibility, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The policy engine caches its answer per principal; the map built from
+	// The policy engine caches its answer per class of principal (what the
+	// policy reads of it); the map built from
 	// it is cached here, for that answer, registry and switches, so a call
 	// costs a lookup and not a map of every visible endpoint.
 	key := visCacheKey{reg: reg, n: len(names), sw: s.currentSwitches()}
