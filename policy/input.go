@@ -330,17 +330,8 @@ func sortUniq(s []string) []string {
 	return slices.Compact(s)
 }
 
-// Value converts the input to the Rego value policies see. It is built
-// directly as an AST (no JSON round trip): this is on every call's path.
-func (in *Input) Value() (ast.Value, error) {
-	var params ast.Value = ast.NewObject()
-	if len(in.Params) > 0 {
-		var err error
-		if params, err = ast.InterfaceToValue(in.Params); err != nil {
-			return nil, fmt.Errorf("policy input: params: %w", err)
-		}
-	}
-	p := in.Principal
+// value is the principal as the input's principal.
+func (p Principal) value() (ast.Object, error) {
 	principal := ast.NewObject(
 		strItem("key_id", p.KeyID),
 		strItem("name", p.Name),
@@ -355,6 +346,23 @@ func (in *Input) Value() (ast.Value, error) {
 			return nil, err
 		}
 		principal.Insert(ast.InternedTerm("tailnet"), ast.NewTerm(tn))
+	}
+	return principal, nil
+}
+
+// Value converts the input to the Rego value policies see. It is built
+// directly as an AST (no JSON round trip): this is on every call's path.
+func (in *Input) Value() (ast.Value, error) {
+	var params ast.Value = ast.NewObject()
+	if len(in.Params) > 0 {
+		var err error
+		if params, err = ast.InterfaceToValue(in.Params); err != nil {
+			return nil, fmt.Errorf("policy input: params: %w", err)
+		}
+	}
+	principal, err := in.Principal.value()
+	if err != nil {
+		return nil, err
 	}
 	t := in.Targets
 	// Evaluation never modifies its input: the empty lists share one term.

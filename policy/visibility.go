@@ -270,11 +270,11 @@ func (c *Compiled) principalClass(p Principal) (*ast.Term, string, error) {
 	if u == nil {
 		return ast.NewTerm(ast.NewObject()), "", nil
 	}
-	full, err := (&Input{Principal: p}).Value()
+	pv, err := p.value()
 	if err != nil {
 		return nil, "", err
 	}
-	v := full.(ast.Object).Get(ast.StringTerm("principal"))
+	v := ast.NewTerm(pv)
 	var b strings.Builder
 	u.writeClass(&b, v)
 	m := u.mask(v)
