@@ -161,11 +161,14 @@ func (d *Daemon) observeSchema(ev schema.Event) {
 // answers a query, and every HTTP listener's accept loop answers
 // /healthz. Each failure names the part.
 func (d *Daemon) Health(ctx context.Context) error {
-	dec := d.engine.Decide(ctx, policy.Binding{Profile: policy.ReadOnly}, &policy.Input{
-		Principal: policy.Principal{KeyID: "health", Name: "health", Profile: policy.ReadOnly, Transport: "stdio"},
-		Tool:      "proxmox_api_call", Method: "GET", Path: "/version", ConcretePath: "/version",
-		Risk: schema.RiskRead, Endpoint: policy.EndpointFacts{Risk: schema.RiskRead}, Time: time.Now(),
-	})
+	who := policy.Principal{KeyID: "health", Name: "health", Profile: policy.ReadOnly, Transport: "stdio"}
+	in := policy.Input{Principal: who, Tool: "proxmox_api_call", Method: "GET", Path: "/version", ConcretePath: "/version",
+		Risk: schema.RiskRead, Endpoint: policy.EndpointFacts{Risk: schema.RiskRead}, Time: time.Now()}
+	if ep := d.schema.Current().Lookup("GET", "/version"); ep != nil {
+		// The endpoint as the schema describes it, facts and all.
+		in = policy.BuildInput(ep, "/version", nil, nil, who, policy.Guard{Evaluated: true}, in.Time)
+	}
+	dec := d.engine.Decide(ctx, policy.Binding{Profile: policy.ReadOnly}, &in)
 	if dec.Effect != policy.Allow {
 		return fmt.Errorf("policy: the read-only profile does not allow GET /version: %s", strings.Join(dec.Reasons, "; "))
 	}
