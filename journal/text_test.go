@@ -184,3 +184,36 @@ func BenchmarkEscapeText(b *testing.B) {
 		})
 	}
 }
+
+// FuzzFitText: whatever bytes a caller chose, the text recorded is valid
+// UTF-8 with no control character (but newline and tab where allowed),
+// within its limit, and text that needed nothing is kept as it was.
+func FuzzFitText(f *testing.F) {
+	for _, s := range []string{"/nodes/pve1/qemu/100", "a\x00b\nc\td", "\xff\xfe", "bidi \u202e txt", "line\u2028sep", strings.Repeat("é", 300)} {
+		f.Add(s, 64, false)
+		f.Add(s, 8, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, limit int, multiline bool) {
+		if limit < 32 || limit > 1<<16 {
+			limit = 32 + (limit&0xffff)%1024
+		}
+		got := fitText(s, limit, multiline)
+		if !utf8.ValidString(got) {
+			t.Fatalf("fitText(%q) = %q: not UTF-8", s, got)
+		}
+		if len(got) > limit {
+			t.Fatalf("fitText(%q, %d) = %d bytes, over the limit", s, limit, len(got))
+		}
+		for _, r := range got {
+			if multiline && (r == '\n' || r == '\t') {
+				continue
+			}
+			if r < 0x20 || r == 0x7f || escapedRune(r) {
+				t.Fatalf("fitText(%q) = %q keeps %U", s, got, r)
+			}
+		}
+		if !needsEscape(s, multiline) && len(s) <= limit && got != s {
+			t.Fatalf("fitText changed clean text %q to %q", s, got)
+		}
+	})
+}
