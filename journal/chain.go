@@ -15,8 +15,10 @@ import (
 )
 
 // rowFormat is the canonical encoding rows are hashed with. A row stores
-// it, so a later encoding can be introduced without rewriting old rows.
-const rowFormat = 1
+// it, so a later encoding can be introduced without rewriting old rows:
+// format 1 rows (before the detail column) are hashed without detail,
+// format 2 rows with it.
+const rowFormat = 2
 
 // genesis is the prev_hash of the first row.
 const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -58,8 +60,13 @@ type row struct {
 	durationUS   int64
 	upid         string
 	jobID        string
+	detail       string // JSON of the change contract's Detail, or "" (format 1 rows: always "")
 	prevHash     string
 	hash         string
+
+	// Not columns: an intent's operation key and request digest, for the
+	// operations index (they are in detail too).
+	opKey, opDigest string
 }
 
 // columns lists the events columns in the order of row's fields and of
@@ -67,7 +74,7 @@ type row struct {
 const columns = `id, format, time, kind, call_id, key_id, key_name, profile, policy, transport, source,
 	tailnet_user, tailnet_node, tool, endpoint, method, path_template, path, risk, args, effect, reasons,
 	decision_policy, policy_digest, prior_digest, prior_config, outcome, error, status, duration_us,
-	upid, job_id, prev_hash, hash`
+	upid, job_id, detail, prev_hash, hash`
 
 // fields returns pointers to the stored fields in column order.
 func (r *row) fields() []any {
@@ -75,7 +82,7 @@ func (r *row) fields() []any {
 		&r.policy, &r.transport, &r.source, &r.tailnetUser, &r.tailnetNode, &r.tool, &r.endpoint,
 		&r.method, &r.pathTemplate, &r.path, &r.risk, &r.args, &r.effect, &r.reasons, &r.decisionPol,
 		&r.policyDigest, &r.priorDigest, &r.priorConfig, &r.outcome, &r.errorText, &r.status,
-		&r.durationUS, &r.upid, &r.jobID, &r.prevHash, &r.hash}
+		&r.durationUS, &r.upid, &r.jobID, &r.detail, &r.prevHash, &r.hash}
 }
 
 // values returns the stored values in column order.
@@ -96,9 +103,10 @@ func (r *row) values() []any {
 // canonical is the byte string a row's hash covers: the tag
 // "proxmox-mcp journal row\x00", then every column from id to prev_hash in
 // column order, each as a 4-byte big-endian length followed by the value
-// as text (integers in decimal). hash = hex(SHA-256(canonical)). The
-// encoding is unambiguous (every value is length-prefixed), and it hashes
-// the stored text itself, so verifying needs no JSON re-encoding.
+// as text (integers in decimal); a format 1 row leaves detail out (it had
+// no such column). hash = hex(SHA-256(canonical)). The encoding is
+// unambiguous (every value is length-prefixed), and it hashes the stored
+// text itself, so verifying needs no JSON re-encoding.
 func (r *row) canonical() []byte { return appendCanonical(nil, r.fields()) }
 
 // appendCanonical appends the canonical encoding of a row, given as its
@@ -106,7 +114,12 @@ func (r *row) canonical() []byte { return appendCanonical(nil, r.fields()) }
 func appendCanonical(b []byte, fields []any) []byte {
 	b = append(b, canonicalTag...)
 	var num [20]byte
-	for _, p := range fields[:len(fields)-1] { // every column but hash
+	format := *fields[1].(*int64)
+	detail := len(fields) - 3                  // detail, prev_hash, hash
+	for i, p := range fields[:len(fields)-1] { // every column but hash
+		if i == detail && format < 2 {
+			continue
+		}
 		switch x := p.(type) {
 		case *int64:
 			v := strconv.AppendInt(num[:0], *x, 10)
@@ -158,8 +171,16 @@ func (r *row) event() (Event, error) {
 		Decision:    Decision{Effect: r.effect, Reasons: reasons, Policy: r.decisionPol, PolicyDigest: r.policyDigest},
 		PriorDigest: r.priorDigest, PriorConfig: json.RawMessage(r.priorConfig),
 		Outcome: Outcome(r.outcome), Error: r.errorText, Status: int(r.status), DurationUS: r.durationUS,
-		UPID: r.upid, JobID: r.jobID, PrevHash: r.prevHash, Hash: r.hash,
+		UPID: r.upid, JobID: r.jobID, Detail: rawOrNil(r.detail), PrevHash: r.prevHash, Hash: r.hash,
 	}, nil
+}
+
+// rawOrNil is stored JSON as a raw message; "" (no detail) is nil.
+func rawOrNil(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 // ErrTampered marks a journal whose hash chain does not hold.
@@ -212,6 +233,7 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 	defer tx.Rollback()
 	prev := genesis
 	open := map[string]int64{} // call id → intent id, for intents without a receipt
+	ops := map[opKey]string{}  // (key id, operation key) → call id, from the intents
 	var r row
 	var buf []byte
 	fields := r.fields()
@@ -228,6 +250,10 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 				return rep, chainErr(rep.HeadID+1, "unreadable row: %v", err)
 			}
 			if err := checkRow(&r, fields, rep.HeadID, prev, open, &buf); err != nil {
+				rows.Close()
+				return rep, err
+			}
+			if err := collectOperation(&r, ops); err != nil {
 				rows.Close()
 				return rep, err
 			}
@@ -283,6 +309,9 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 			return rep, chainErr(ev, "call %s is listed as an open intent but the rows say otherwise", id)
 		}
 	}
+	if err := checkOperations(ctx, tx, ops); err != nil {
+		return rep, err
+	}
 	rep.OpenIntents = len(open)
 	return rep, nil
 }
@@ -299,8 +328,11 @@ func checkRow(r *row, fields []any, prevID int64, prevHash string, open map[stri
 		}
 		return chainErr(r.id, "out of order after row %d", prevID)
 	}
-	if r.format != rowFormat {
+	if r.format != 1 && r.format != rowFormat {
 		return chainErr(r.id, "unknown row format %d", r.format)
+	}
+	if r.format == 1 && r.detail != "" {
+		return chainErr(r.id, "a format 1 row has a detail")
 	}
 	if r.prevHash != prevHash {
 		return chainErr(r.id, "prev_hash %s is not the hash of row %d (%s)", short(r.prevHash), prevID, short(prevHash))
@@ -323,6 +355,10 @@ func checkRow(r *row, fields []any, prevID int64, prevHash string, open map[stri
 			return chainErr(r.id, "receipt for call %s follows no open intent", r.callID)
 		}
 		delete(open, r.callID)
+	case KindObservation, KindResolution, KindPlan:
+		if r.format < 2 {
+			return chainErr(r.id, "a %s row needs format 2", r.kind)
+		}
 	default:
 		return chainErr(r.id, "unknown kind %q", r.kind)
 	}

@@ -106,7 +106,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			mustExec(t, db, `INSERT INTO events SELECT 11, format, time, kind, 'forged', key_id, key_name, profile, policy,
 				transport, source, tailnet_user, tailnet_node, tool, endpoint, method, path_template, path, risk, args,
 				effect, reasons, decision_policy, policy_digest, prior_digest, prior_config, outcome, error, status,
-				duration_us, upid, job_id, '`+strings.Repeat("0", 64)+`', hash FROM events WHERE id = 9`)
+				duration_us, upid, job_id, detail, '`+strings.Repeat("0", 64)+`', hash FROM events WHERE id = 9`)
 		}, 11, "prev_hash"},
 		{"a receipt removed from the open intents", func(t *testing.T, db *sql.DB) {
 			mustExec(t, db, `DELETE FROM open_intents`)
@@ -115,9 +115,16 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			mustExec(t, db, `INSERT INTO open_intents SELECT call_id, id FROM events WHERE id = 5`)
 		}, 5, "listed as an open intent"},
 		{"an unknown row format", func(t *testing.T, db *sql.DB) {
-			mustExec(t, db, `UPDATE events SET format = 2 WHERE id = 5`)
+			mustExec(t, db, `UPDATE events SET format = 3 WHERE id = 5`)
 			rehash(t, db, 5)
-		}, 5, "unknown row format 2"},
+		}, 5, "unknown row format 3"},
+		{"a detail slipped into a format 1 row", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET format = 1, detail = '{"undo_of":"x"}' WHERE id = 5`)
+			rehash(t, db, 5)
+		}, 5, "format 1 row has a detail"},
+		{"a detail changed", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET detail = '{"operation_key":"forged"}' WHERE id = 5`)
+		}, 5, "does not match its contents"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,7 +238,46 @@ func TestCanonicalEncodingIsPinned(t *testing.T) {
 	if got != want {
 		t.Errorf("hash = %s, want %s", got, want)
 	}
-	// Every column takes part: changing any one changes the hash.
+	// Every column takes part: changing any one changes the hash (but
+	// detail, which format 1 rows do not have).
+	f := r.fields()
+	for i := range f[:len(f)-1] {
+		if i == len(f)-3 {
+			continue
+		}
+		m := r
+		switch p := m.fields()[i].(type) {
+		case *int64:
+			*p++
+		case *string:
+			*p += "x"
+		}
+		if m.computeHash() == got {
+			t.Errorf("column %d is not covered by the hash", i)
+		}
+	}
+}
+
+// A format 2 row is hashed with its detail, inserted before prev_hash;
+// every column takes part.
+func TestCanonicalEncodingFormat2(t *testing.T) {
+	r := row{
+		id: 2, format: 2, time: "2026-12-01T10:04:05.123456Z", kind: "intent", callID: "c2",
+		keyID: "abcdefghijklmnop", keyName: "alice", profile: "admin", transport: "loopback",
+		source: "127.0.0.1", tool: "proxmox_api_call", method: "PUT", pathTemplate: "/nodes/{node}/qemu/{vmid}/config",
+		path: "/nodes/pve1/qemu/100/config", risk: "write", args: `{"memory":"2048"}`, effect: "allow", reasons: `[]`,
+		priorConfig: "null", outcome: "pending", detail: `{"operation_key":"k1","request_digest":"ab"}`, prevHash: genesis,
+	}
+	c := string(r.canonical())
+	if !strings.Contains(c, "\x00\x00\x00\x2c{\"operation_key\"") || !strings.HasSuffix(c, "\x00\x00\x00\x40"+genesis) {
+		t.Errorf("canonical encoding of a format 2 row does not hold detail before prev_hash: %q", c[len(c)-140:])
+	}
+	// Computed by the independent Python verifier in docs/journal.md.
+	const want = "868d273b825a8bad18076dfec50c966931f71a408baf40e200ec2ed67804cb9a"
+	if got := r.computeHash(); got != want {
+		t.Errorf("hash = %s, want %s", got, want)
+	}
+	got := r.computeHash()
 	f := r.fields()
 	for i := range f[:len(f)-1] {
 		m := r

@@ -24,6 +24,17 @@ const (
 	// intent's call id, principal, tool and paths again so that every row
 	// reads on its own.
 	KindReceipt Kind = "receipt"
+	// KindObservation records a configuration as the daemon saw it (its
+	// digest and values, redacted): before and after its own edits, and
+	// on every read of a configuration. Undo reads them as evidence of
+	// what else changed.
+	KindObservation Kind = "observation"
+	// KindResolution settles the outcome of an operation after the fact:
+	// reconciliation from PVE's evidence, or a person (audit resolve).
+	KindResolution Kind = "resolution"
+	// KindPlan records a preview kept as a plan: the request and the
+	// configuration digest it was planned against, and its expiry.
+	KindPlan Kind = "plan"
 )
 
 // Outcome is how a call ended.
@@ -144,6 +155,10 @@ type Call struct {
 	// against: what an undo restores. PriorConfig is redacted like Args.
 	PriorDigest string
 	PriorConfig any
+	// Detail is what the change contract adds (operation key and request
+	// digest of an intent, its change group, what it undoes); redacted
+	// like Args.
+	Detail *Detail
 }
 
 // Result is how a call ended, as [Journal.Record] and [Journal.Receipt]
@@ -161,6 +176,9 @@ type Result struct {
 	UPID string
 	// JobID is the daemon's job id for that task, if any.
 	JobID string
+	// Detail, on a receipt, is the evidence of the write: the digest and
+	// configuration after it, and the fields it changed; redacted.
+	Detail *Detail
 }
 
 // Event is one row of the journal, as read back. Its JSON form is the one
@@ -189,8 +207,11 @@ type Event struct {
 	DurationUS int64  `json:"duration_us"`
 	UPID       string `json:"upid"`
 	JobID      string `json:"job_id"`
-	PrevHash   string `json:"prev_hash"`
-	Hash       string `json:"hash"`
+	// Detail is the change contract's part of the row (docs/changes.md),
+	// or absent.
+	Detail   json.RawMessage `json:"detail,omitempty"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
 }
 
 // Duration returns the call's duration.

@@ -21,6 +21,7 @@ type migration struct {
 // changed: a change is a new migration.
 var migrations = [...]migration{
 	{"events with a SHA-256 chain, open intents, meta", migrate1},
+	{"the change contract: a detail column, observation, resolution and plan rows, the operation-key index", migrate2},
 }
 
 // SchemaVersion is the schema version this package writes.
@@ -102,6 +103,105 @@ func migrate1(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES ('redaction_salt', ?), ('created', ?)`,
 		hex.EncodeToString(salt[:]), time.Now().UTC().Format(timeLayout))
 	return err
+}
+
+// migrate2 rebuilds events with a detail column (hashed in format 2 rows,
+// absent from the hash of the format 1 rows copied over unchanged) and the
+// change contract's kinds, and adds the operation-key index. SQLite cannot
+// change a CHECK in place, so the table is copied: ids, hashes and the
+// AUTOINCREMENT counter are kept, and Verify still checks every old row.
+func migrate2(ctx context.Context, tx *sql.Tx) error {
+	stmts := []string{
+		`CREATE TABLE events_v2 (
+			id              INTEGER PRIMARY KEY AUTOINCREMENT,
+			format          INTEGER NOT NULL,
+			time            TEXT NOT NULL,
+			kind            TEXT NOT NULL CHECK (kind IN ('call', 'intent', 'receipt', 'observation', 'resolution', 'plan')),
+			call_id         TEXT NOT NULL,
+			key_id          TEXT NOT NULL,
+			key_name        TEXT NOT NULL,
+			profile         TEXT NOT NULL,
+			policy          TEXT NOT NULL,
+			transport       TEXT NOT NULL,
+			source          TEXT NOT NULL,
+			tailnet_user    TEXT NOT NULL,
+			tailnet_node    TEXT NOT NULL,
+			tool            TEXT NOT NULL,
+			endpoint        TEXT NOT NULL,
+			method          TEXT NOT NULL,
+			path_template   TEXT NOT NULL,
+			path            TEXT NOT NULL,
+			risk            TEXT NOT NULL,
+			args            TEXT NOT NULL,
+			effect          TEXT NOT NULL,
+			reasons         TEXT NOT NULL,
+			decision_policy TEXT NOT NULL,
+			policy_digest   TEXT NOT NULL,
+			prior_digest    TEXT NOT NULL,
+			prior_config    TEXT NOT NULL,
+			outcome         TEXT NOT NULL,
+			error           TEXT NOT NULL,
+			status          INTEGER NOT NULL,
+			duration_us     INTEGER NOT NULL,
+			upid            TEXT NOT NULL,
+			job_id          TEXT NOT NULL,
+			detail          TEXT NOT NULL DEFAULT '',
+			prev_hash       TEXT NOT NULL,
+			hash            TEXT NOT NULL
+		) STRICT`,
+		`INSERT INTO events_v2 (id, format, time, kind, call_id, key_id, key_name, profile, policy, transport, source,
+			tailnet_user, tailnet_node, tool, endpoint, method, path_template, path, risk, args, effect, reasons,
+			decision_policy, policy_digest, prior_digest, prior_config, outcome, error, status, duration_us,
+			upid, job_id, prev_hash, hash)
+		SELECT id, format, time, kind, call_id, key_id, key_name, profile, policy, transport, source,
+			tailnet_user, tailnet_node, tool, endpoint, method, path_template, path, risk, args, effect, reasons,
+			decision_policy, policy_digest, prior_digest, prior_config, outcome, error, status, duration_us,
+			upid, job_id, prev_hash, hash FROM events ORDER BY id`,
+		`DROP TABLE events`,
+		`ALTER TABLE events_v2 RENAME TO events`,
+		// A call id has at most one call, intent and receipt row;
+		// observations, resolutions and plans of a call may be many.
+		`CREATE UNIQUE INDEX events_call ON events (call_id, kind) WHERE kind IN ('call', 'intent', 'receipt')`,
+		`CREATE INDEX events_call_all ON events (call_id, id)`,
+		`CREATE INDEX events_upid ON events (upid) WHERE upid <> ''`,
+		// Observations and writes of one configuration, in order: undo's
+		// evidence of what changed since.
+		`CREATE INDEX events_path ON events (path, id) WHERE kind IN ('observation', 'intent', 'receipt')`,
+		`CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+			BEGIN SELECT RAISE(ABORT, 'journal events are append-only'); END`,
+		`CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+			BEGIN SELECT RAISE(ABORT, 'journal events are append-only'); END`,
+		// operations is derived from the intents that carry an operation
+		// key, in the same transactions: the (key, operation key) claim
+		// that makes a retried write safe. Verify checks it.
+		`CREATE TABLE operations (
+			key_id         TEXT NOT NULL,
+			operation_key  TEXT NOT NULL,
+			call_id        TEXT NOT NULL,
+			request_digest TEXT NOT NULL,
+			PRIMARY KEY (key_id, operation_key)
+		) STRICT`,
+	}
+	// The AUTOINCREMENT counter remembers the highest id ever given out
+	// (Verify compares it with the last row); the copy keeps it.
+	var seq sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	if seq.Valid {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sqlite_sequence WHERE name = 'events'`); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)`, seq.Int64); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // identify reads the file's application id and schema version, and

@@ -45,6 +45,15 @@ func (j *Journal) Intent(ctx context.Context, c Call) (Event, error) {
 		return Event{}, err
 	}
 	r.outcome = string(OutcomePending)
+	if d := c.Detail; d != nil && d.OperationKey != "" {
+		if err := checkOperationKey(d.OperationKey); err != nil {
+			return Event{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		if d.RequestDigest == "" {
+			return Event{}, fmt.Errorf("%w: detail.request_digest: required with an operation key", ErrInvalid)
+		}
+		r.opKey, r.opDigest = d.OperationKey, d.RequestDigest
+	}
 	return j.write(ctx, &r)
 }
 
@@ -63,6 +72,13 @@ func (j *Journal) Receipt(ctx context.Context, callID string, res Result) (Event
 	}
 	r := row{kind: string(KindReceipt), callID: callID, time: j.now().UTC().Format(timeLayout)}
 	j.setResult(&r, &res)
+	if res.Detail != nil {
+		d, err := j.redactedDetail(res.Detail.Scope, res.Detail)
+		if err != nil {
+			return Event{}, err
+		}
+		r.detail = d
+	}
 	return j.write(ctx, &r)
 }
 
@@ -96,6 +112,12 @@ func (j *Journal) callRow(kind Kind, c *Call, outcome Outcome) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
+	detail := ""
+	if c.Detail != nil {
+		if detail, err = j.redactedDetail(scope, c.Detail); err != nil {
+			return row{}, err
+		}
+	}
 	reasons := make([]string, len(c.Decision.Reasons))
 	for i, r := range c.Decision.Reasons {
 		reasons[i] = fitText(r, maxPath, true)
@@ -114,6 +136,7 @@ func (j *Journal) callRow(kind Kind, c *Call, outcome Outcome) (row, error) {
 		path: fitText(j.red.Text(c.Path), maxPath, false), risk: name(c.Risk), args: string(args),
 		effect: c.Decision.Effect, reasons: j.red.Text(string(rs)), decisionPol: name(c.Decision.Policy),
 		policyDigest: name(c.Decision.PolicyDigest), priorDigest: name(c.PriorDigest), priorConfig: string(prior),
+		detail: detail,
 	}, nil
 }
 
@@ -223,7 +246,7 @@ func (j *Journal) writer() {
 // writeStmts are the writer's statements, prepared once on its one
 // connection (the driver would parse each statement again on every call).
 type writeStmts struct {
-	head, intentOf, isOpen, callRows, insert, addOpen, delOpen *sql.Stmt
+	head, intentOf, isOpen, callRows, insert, addOpen, delOpen, opOf, addOp *sql.Stmt
 }
 
 var writeSQL = [...]string{
@@ -231,14 +254,16 @@ var writeSQL = [...]string{
 	`SELECT ` + columns + ` FROM events WHERE call_id = ? AND kind = 'intent'`,
 	`SELECT count(*) FROM open_intents WHERE call_id = ?`,
 	`SELECT count(*) FROM events WHERE call_id = ?`,
-	`INSERT INTO events (` + columns + `) VALUES (` + strings.Repeat("?, ", 33) + `?)`,
+	`INSERT INTO events (` + columns + `) VALUES (` + strings.Repeat("?, ", 34) + `?)`,
 	`INSERT INTO open_intents (call_id, event_id) VALUES (?, ?)`,
 	`DELETE FROM open_intents WHERE call_id = ?`,
+	`SELECT call_id, request_digest FROM operations WHERE key_id = ? AND operation_key = ?`,
+	`INSERT INTO operations (key_id, operation_key, call_id, request_digest) VALUES (?, ?, ?, ?)`,
 }
 
 func (j *Journal) prepareWrites(ctx context.Context) (*writeStmts, error) {
 	var st writeStmts
-	dst := []**sql.Stmt{&st.head, &st.intentOf, &st.isOpen, &st.callRows, &st.insert, &st.addOpen, &st.delOpen}
+	dst := []**sql.Stmt{&st.head, &st.intentOf, &st.isOpen, &st.callRows, &st.insert, &st.addOpen, &st.delOpen, &st.opOf, &st.addOp}
 	for i, q := range writeSQL {
 		s, err := j.w.PrepareContext(ctx, q)
 		if err != nil {
@@ -353,6 +378,19 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, r *row, headID int64, 
 		r.tool, r.endpoint, r.method, r.pathTemplate, r.path, r.risk = in.tool, in.endpoint, in.method, in.pathTemplate, in.path, in.risk
 		r.effect, r.reasons, r.decisionPol, r.policyDigest = in.effect, in.reasons, in.decisionPol, in.policyDigest
 		r.args, r.priorConfig, r.priorDigest = "null", "null", ""
+	case KindResolution:
+		// A resolution settles an operation that exists.
+		var in row
+		err := tx.StmtContext(ctx, st.intentOf).QueryRowContext(ctx, r.callID).Scan(in.fields()...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrNoIntent, r.callID), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	case KindObservation, KindPlan:
+		// Observations and plans may share the call id of the operation
+		// they belong to, and be many.
 	default:
 		var n int
 		if err := tx.StmtContext(ctx, st.callRows).QueryRowContext(ctx, r.callID).Scan(&n); err != nil {
@@ -360,6 +398,16 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, r *row, headID int64, 
 		}
 		if n > 0 {
 			return fmt.Errorf("%w: %s", ErrDuplicateCall, r.callID), nil
+		}
+		if r.opKey != "" {
+			var callID, digest string
+			err := tx.StmtContext(ctx, st.opOf).QueryRowContext(ctx, r.keyID, r.opKey).Scan(&callID, &digest)
+			if err == nil {
+				return &OperationKeyError{Key: r.opKey, CallID: callID, RequestDigest: digest, Same: digest == r.opDigest}, nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return nil, err
+			}
 		}
 	}
 	r.id, r.format, r.prevHash = headID+1, rowFormat, headHash
@@ -369,7 +417,9 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, r *row, headID int64, 
 	}
 	switch Kind(r.kind) {
 	case KindIntent:
-		_, err = tx.StmtContext(ctx, st.addOpen).ExecContext(ctx, r.callID, r.id)
+		if _, err = tx.StmtContext(ctx, st.addOpen).ExecContext(ctx, r.callID, r.id); err == nil && r.opKey != "" {
+			_, err = tx.StmtContext(ctx, st.addOp).ExecContext(ctx, r.keyID, r.opKey, r.callID, r.opDigest)
+		}
 	case KindReceipt:
 		_, err = tx.StmtContext(ctx, st.delOpen).ExecContext(ctx, r.callID)
 	}
