@@ -176,7 +176,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.tools, err = tools.New(tools.Options{
 		Name: "proxmox-mcp", Version: opts.Version, Mode: mode,
-		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: &auditor{j: d.jrnl, calls: &callLog{log: d.log}}, Guard: d.guard,
+		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: &auditor{j: d.jrnl, calls: &callLog{log: d.log}}, Ledger: d.jrnl, Guard: d.guard,
 		Switches:   tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations},
 		Limits:     tools.Limits{MaxResultBytes: cfg.Tools.MaxResultBytes},
 		ConfirmKey: confirmKey, Logger: d.log,
@@ -622,30 +622,8 @@ type auditor struct {
 	calls *callLog
 }
 
-func journalCall(c tools.AuditCall) journal.Call {
-	p := c.Principal
-	jc := journal.Call{
-		Time: c.Time, Tool: c.Tool, Endpoint: c.Endpoint, Method: c.Method, PathTemplate: c.Path, Path: c.ConcretePath,
-		Risk: c.Risk.String(), Args: c.Args, PriorDigest: c.PriorDigest,
-		Principal: journal.Principal{KeyID: p.KeyID, KeyName: p.Name, Profile: p.Profile, Policy: p.Policy, Transport: p.Transport, Source: p.Source},
-		Decision: journal.Decision{Effect: string(c.Decision.Effect), Reasons: c.Decision.Reasons, Policy: c.Decision.Policy,
-			PolicyDigest: c.Decision.Digest},
-	}
-	if c.PriorConfig != nil {
-		jc.PriorConfig = c.PriorConfig
-	}
-	if p.Tailnet != nil {
-		jc.Principal.TailnetUser, jc.Principal.TailnetNode = p.Tailnet.User, p.Tailnet.Node
-	}
-	return jc
-}
-
-func journalResult(o tools.AuditOutcome) journal.Result {
-	return journal.Result{Outcome: o.Outcome, Error: o.Error, Status: o.Status, Duration: o.Duration, UPID: o.UPID, JobID: o.JobID}
-}
-
 func (a *auditor) Intent(ctx context.Context, c tools.AuditCall) (string, error) {
-	ev, err := a.j.Intent(ctx, journalCall(c))
+	ev, err := a.j.Intent(ctx, c.Journal())
 	if err != nil {
 		return "", err
 	}
@@ -654,13 +632,13 @@ func (a *auditor) Intent(ctx context.Context, c tools.AuditCall) (string, error)
 }
 
 func (a *auditor) Receipt(ctx context.Context, id string, o tools.AuditOutcome) error {
-	_, err := a.j.Receipt(ctx, id, journalResult(o))
+	_, err := a.j.Receipt(ctx, id, o.Journal())
 	a.calls.receipt(ctx, id, o)
 	return err
 }
 
 func (a *auditor) Record(ctx context.Context, c tools.AuditCall, o tools.AuditOutcome) error {
-	_, err := a.j.Record(ctx, journalCall(c), journalResult(o))
+	_, err := a.j.Record(ctx, c.Journal(), o.Journal())
 	a.calls.record(ctx, c, o)
 	return err
 }

@@ -388,13 +388,14 @@ func (j *Journal) OperationByKey(ctx context.Context, keyID, key string) (callID
 	return callID, requestDigest, true, nil
 }
 
-// PathEvents returns the observations, intents and receipts of one
-// concrete path with ids above afterID, oldest first (at most limit).
+// PathEvents returns the rows of one concrete path (reads, observations,
+// intents, receipts) with ids above afterID, oldest first (at most limit):
+// what the journal saw of a configuration since a write.
 func (j *Journal) PathEvents(ctx context.Context, path string, afterID int64, limit int) ([]Event, error) {
 	if limit <= 0 || limit > maxPage {
 		return nil, fmt.Errorf("journal: path events: limit %d: want 1 to %d", limit, maxPage)
 	}
-	return j.query(ctx, `SELECT `+columns+` FROM events WHERE path = ? AND kind IN ('observation', 'intent', 'receipt') AND id > ? ORDER BY id LIMIT ?`,
+	return j.query(ctx, `SELECT `+columns+` FROM events WHERE path = ? AND kind IN ('call', 'observation', 'intent', 'receipt') AND id > ? ORDER BY id LIMIT ?`,
 		path, afterID, limit)
 }
 

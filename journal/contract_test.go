@@ -239,7 +239,7 @@ func TestContractRows(t *testing.T) {
 		t.Fatalf("plan: %+v, %v", pl, err)
 	}
 	evs, err := j.PathEvents(ctx, "/nodes/pve1/qemu/100/config", 0, 100)
-	if err != nil || len(evs) != 4 { // intent, receipt, two observations
+	if err != nil || len(evs) != 4 { // intent, receipt, two observations (the plan is not a row of the path's history)
 		t.Errorf("path events: %d, %v", len(evs), err)
 	}
 	mine, err := j.KeyEvents(ctx, who.KeyID, 100)

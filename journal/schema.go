@@ -164,9 +164,9 @@ func migrate2(ctx context.Context, tx *sql.Tx) error {
 		`CREATE UNIQUE INDEX events_call ON events (call_id, kind) WHERE kind IN ('call', 'intent', 'receipt')`,
 		`CREATE INDEX events_call_all ON events (call_id, id)`,
 		`CREATE INDEX events_upid ON events (upid) WHERE upid <> ''`,
-		// Observations and writes of one configuration, in order: undo's
+		// The reads, observations and writes of one path, in order: undo's
 		// evidence of what changed since.
-		`CREATE INDEX events_path ON events (path, id) WHERE kind IN ('observation', 'intent', 'receipt')`,
+		`CREATE INDEX events_path ON events (path, id)`,
 		`CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
 			BEGIN SELECT RAISE(ABORT, 'journal events are append-only'); END`,
 		`CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events

@@ -19,6 +19,9 @@ type Facts struct {
 	// same path returns the configuration with its digest). Such a call is
 	// planned against the configuration as it is read just before.
 	ConfigEdit bool
+	// ReadsConfig: a GET of a configuration that a config edit of the
+	// same path changes (the configuration with its digest).
+	ReadsConfig bool
 	// ReachesOutside: PVE fetches from outside the cluster for this call
 	// (a URL, a container registry).
 	ReachesOutside bool
@@ -142,8 +145,17 @@ var returnsSecrets = map[string]bool{
 // computeFacts fills the facts of every endpoint of a registry.
 func (r *Registry) computeFacts() {
 	for _, ep := range r.endpoints {
+		ep.Facts.ConfigEdit = r.isConfigEdit(ep)
+	}
+	for _, ep := range r.endpoints {
 		f := &ep.Facts
-		f.ConfigEdit = r.isConfigEdit(ep)
+		if ep.Method == "GET" {
+			for _, m := range []string{"PUT", "POST"} {
+				if w := r.Lookup(m, ep.Path); w != nil && w.Facts.ConfigEdit {
+					f.ReadsConfig = true
+				}
+			}
+		}
 		last := ep.Path[strings.LastIndexByte(ep.Path, '/')+1:]
 		f.ReachesOutside = slices.Contains(reachesOutside, last)
 		f.ReturnsSecrets = ep.ExposeCredentials || returnsSecrets[ep.Key()]

@@ -26,6 +26,9 @@ func TestFactsOnRealSchema(t *testing.T) {
 			t.Errorf("%s %s: ConfigEdit = %v, want %v", tc.method, tc.path, got, tc.want)
 		}
 	}
+	if !lookup(t, reg, "GET", "/nodes/{node}/qemu/{vmid}/config").Facts.ReadsConfig || lookup(t, reg, "GET", "/nodes/{node}/qemu/{vmid}/status/current").Facts.ReadsConfig {
+		t.Error("ReadsConfig is wrong for the QEMU config and status reads")
+	}
 	if !lookup(t, reg, "POST", "/nodes/{node}/storage/{storage}/download-url").Facts.ReachesOutside {
 		t.Error("download-url does not reach outside")
 	}

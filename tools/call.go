@@ -30,6 +30,9 @@ type callRequest struct {
 	wait     time.Duration
 	confirm  string
 	dryRun   bool
+	// operationKey is the caller's key for a write; change the group it
+	// belongs to; undoOf the operation it undoes.
+	operationKey, change, undoOf string
 	// progressToken, when the client asked for progress.
 	progressToken mcp.ProgressToken
 }
@@ -61,6 +64,14 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest) (*prepa
 		return nil, s.refuse(ctx, auditOf(c, r.Plan, req), r.Outcome, s.refusalText(r, req))
 	}
 	audit := auditOf(c, p, req)
+	if req.operationKey != "" {
+		switch {
+		case p.Endpoint.Method == "GET":
+			return nil, s.refuse(ctx, audit, journal.OutcomeInvalid, "argument operation_key: only a write takes an operation key (a read is safe to repeat). Nothing was sent.")
+		case s.opts.Ledger == nil:
+			return nil, s.refuse(ctx, audit, journal.OutcomeInvalid, "argument operation_key: this server keeps no journal of operations, so it cannot honour one. Nothing was sent.")
+		}
+	}
 	pr := &prepared{plan: p, audit: audit, dryRun: req.dryRun}
 	d := p.Decision
 	switch d.Effect {
@@ -154,17 +165,37 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 	wire := p.Wire()
 	var callID string
 	if ep.Method != "GET" {
-		if ep.Facts.ConfigEdit && wire.Get("digest") == "" {
+		if ep.Facts.ConfigEdit {
+			// The edit is planned against the configuration as it is now;
+			// a digest the caller gave is sent as given (PVE refuses the
+			// edit if it is stale).
 			digest, conf, err := s.currentConfig(ctx, client, p.Path)
 			if err != nil {
 				return s.refuse(ctx, audit, journal.OutcomeError, "could not read the current configuration to plan the edit: "+err.Error()+"; nothing was sent")
 			}
-			audit.PriorDigest, audit.PriorConfig = digest, conf
-			wire.Set("digest", digest)
+			switch given := wire.Get("digest"); {
+			case given == "":
+				audit.PriorDigest, audit.PriorConfig = digest, conf
+				wire.Set("digest", digest)
+			case given == digest:
+				audit.PriorDigest, audit.PriorConfig = digest, conf
+			default:
+				audit.PriorDigest = given
+			}
 		} else if d := wire.Get("digest"); d != "" {
 			audit.PriorDigest = d
 		}
+		if req.operationKey != "" || req.change != "" || req.undoOf != "" {
+			audit.Detail = &journal.Detail{Change: req.change, UndoOf: req.undoOf}
+			if req.operationKey != "" {
+				audit.Detail.OperationKey, audit.Detail.RequestDigest = req.operationKey, requestDigest(p)
+			}
+		}
 		callID, err = s.audit.Intent(journalContext(ctx), audit)
+		var ke *journal.OperationKeyError
+		if errors.As(err, &ke) {
+			return s.replay(ctx, audit, p, ke)
+		}
 		if err != nil {
 			return errorResult("the journal could not record the intent; nothing was sent: " + err.Error())
 		}
@@ -215,6 +246,27 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 	}
 	if out.Outcome == "" {
 		out.Outcome = journal.OutcomeOK
+	}
+	if callID != "" {
+		ev := map[string]any{"operation": callID}
+		if req.operationKey != "" {
+			ev["operation_key"] = req.operationKey
+		}
+		if audit.PriorDigest != "" {
+			ev["digest_before"] = audit.PriorDigest
+		}
+		if ep.Facts.ConfigEdit && out.Outcome == journal.OutcomeOK {
+			s.afterEvidence(ctx, client, p, &audit, &out, ev)
+		}
+		result["evidence"] = ev
+	} else if ep.Facts.ReadsConfig && wire.Get("snapshot") == "" {
+		// A read of a configuration is an observation of it: undo's
+		// evidence of what changed after a write.
+		if conf, ok := data.(map[string]any); ok {
+			if d, _ := conf["digest"].(string); d != "" {
+				audit.Detail = &journal.Detail{Digest: d, Config: conf}
+			}
+		}
 	}
 	out.Duration = s.opts.Now().Sub(p.Time)
 	if err := s.finishAudit(ctx, audit, callID, out); err != nil {

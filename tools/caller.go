@@ -53,6 +53,34 @@ type AuditCall struct {
 	// planned against.
 	PriorDigest string
 	PriorConfig map[string]any
+	// Detail is the change contract's part of the row: the operation key
+	// and request digest of a write, or the configuration a read saw.
+	Detail *journal.Detail
+}
+
+// Journal is the call as the journal records it.
+func (c AuditCall) Journal() journal.Call {
+	p := c.Principal
+	jc := journal.Call{
+		Time: c.Time, Tool: c.Tool, Endpoint: c.Endpoint, Method: c.Method, PathTemplate: c.Path, Path: c.ConcretePath,
+		Risk: c.Risk.String(), Args: c.Args, PriorDigest: c.PriorDigest, Detail: c.Detail,
+		Principal: journalPrincipal(p),
+		Decision: journal.Decision{Effect: string(c.Decision.Effect), Reasons: c.Decision.Reasons, Policy: c.Decision.Policy,
+			PolicyDigest: c.Decision.Digest},
+	}
+	if c.PriorConfig != nil {
+		jc.PriorConfig = c.PriorConfig
+	}
+	return jc
+}
+
+// journalPrincipal is a principal as the journal records it.
+func journalPrincipal(p policy.Principal) journal.Principal {
+	jp := journal.Principal{KeyID: p.KeyID, KeyName: p.Name, Profile: p.Profile, Policy: p.Policy, Transport: p.Transport, Source: p.Source}
+	if p.Tailnet != nil {
+		jp.TailnetUser, jp.TailnetNode = p.Tailnet.User, p.Tailnet.Node
+	}
+	return jp
 }
 
 // AuditOutcome is how a call ended.
@@ -63,6 +91,14 @@ type AuditOutcome struct {
 	Duration time.Duration
 	UPID     string
 	JobID    string
+	// Detail, on a write's receipt, is its evidence: the configuration
+	// after it and the fields it changed.
+	Detail *journal.Detail
+}
+
+// Journal is the outcome as the journal records it.
+func (o AuditOutcome) Journal() journal.Result {
+	return journal.Result{Outcome: o.Outcome, Error: o.Error, Status: o.Status, Duration: o.Duration, UPID: o.UPID, JobID: o.JobID, Detail: o.Detail}
 }
 
 // Auditor is the journal as the tools use it. Intent is written before a

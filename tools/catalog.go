@@ -68,6 +68,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 		{Tool: guestPowerTool(), Handler: s.handleGuestPower},
 		{Tool: approveTool(), Handler: s.handleApprove},
 	}
+	list = append(list, s.contractTools()...)
 	if s.opts.Mode == ModeExpanded {
 		for _, ep := range reg.Endpoints() {
 			list = append(list, server.ServerTool{Tool: endpointTool(ep), Handler: s.handleEndpoint})
@@ -81,7 +82,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 // and the extra tools of Options.
 func (s *Server) alwaysVisible(name string) bool {
 	switch name {
-	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait:
+	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal:
 		return true
 	}
 	return s.extra[name]
@@ -150,6 +151,8 @@ func shapeProperties(prefix string) map[string]any {
 			"description": "The confirmation token a previous answer gave, when the policy asks for confirmation."},
 		prefix + "dry_run": map[string]any{"type": "boolean",
 			"description": "Validate and decide, but send nothing."},
+		prefix + "operation_key": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+			"description": "Your key for this write: a retry with it returns the recorded operation, never sends twice."},
 	}
 }
 
@@ -306,10 +309,11 @@ func guestPowerTool() mcp.Tool {
 		rawSchema(map[string]any{
 			"type": "object",
 			"properties": map[string]any{
-				"vmid":    map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999},
-				"action":  map[string]any{"type": "string", "enum": powerActions},
-				"wait":    map[string]any{"type": "integer", "minimum": 0, "maximum": 600, "description": "Seconds to wait for the task (default 0)."},
-				"confirm": map[string]any{"type": "string", "description": "A confirmation token, when asked for one."},
+				"vmid":          map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999},
+				"action":        map[string]any{"type": "string", "enum": powerActions},
+				"wait":          map[string]any{"type": "integer", "minimum": 0, "maximum": 600, "description": "Seconds to wait for the task (default 0)."},
+				"confirm":       map[string]any{"type": "string", "description": "A confirmation token, when asked for one."},
+				"operation_key": shapeProperties("")["operation_key"],
 			},
 			"required":             []string{"vmid", "action"},
 			"additionalProperties": false,
@@ -331,6 +335,7 @@ func endpointTool(ep *schema.Endpoint) mcp.Tool {
 	if ep.Method == "GET" {
 		delete(extra, "_wait")
 		delete(extra, "_confirm")
+		delete(extra, "_operation_key")
 	} else {
 		for _, k := range []string{"_fields", "_omit", "_limit", "_offset"} {
 			delete(extra, k)

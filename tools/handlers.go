@@ -152,10 +152,11 @@ func onlyKeys(a map[string]any, allowed ...string) error {
 
 // shaping are the shaping arguments every calling tool takes.
 type shaping struct {
-	shape   Shape
-	wait    time.Duration
-	confirm string
-	dryRun  bool
+	shape        Shape
+	wait         time.Duration
+	confirm      string
+	dryRun       bool
+	operationKey string
 }
 
 // shapingArgs reads fields, omit, limit, offset, wait, confirm, dry_run,
@@ -190,6 +191,14 @@ func shapingArgs(a map[string]any, prefix string) (shaping, error) {
 			return sh, argError(prefix+"dry_run", "must be true or false (null is not accepted: nothing was sent)")
 		}
 		sh.dryRun = b
+	}
+	if sh.operationKey, err = optString(a, prefix+"operation_key"); err != nil {
+		return sh, err
+	}
+	if _, given := a[prefix+"operation_key"]; given {
+		if err := journal.CheckOperationKey(sh.operationKey); err != nil {
+			return sh, argError(prefix+"operation_key", strings.TrimPrefix(err.Error(), "operation_key "))
+		}
 	}
 	return sh, nil
 }
@@ -231,7 +240,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if _, ok := a["approve"]; ok && s.opts.Mode == ModeSearch {
 		return s.approveFromCall(ctx, req, a)
 	}
-	if err := onlyKeys(a, "method", "path", "params", "fields", "omit", "limit", "offset", "wait", "confirm", "dry_run"); err != nil {
+	if err := onlyKeys(a, "method", "path", "params", "fields", "omit", "limit", "offset", "wait", "confirm", "dry_run", "operation_key"); err != nil {
 		return nil, err
 	}
 	method, err := optString(a, "method")
@@ -263,7 +272,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return nil, err
 	}
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolCall, method: method, path: path, args: params, shape: sh.shape,
-		wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, progressToken: progressToken(req)}), nil
+		wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, progressToken: progressToken(req)}), nil
 }
 
 // handleEndpoint is an expanded-mode tool: its name picks the endpoint,
@@ -293,7 +302,7 @@ func (s *Server) handleEndpoint(ctx context.Context, req mcp.CallToolRequest) (*
 		}
 	}
 	return s.callEndpoint(ctx, c, callRequest{tool: ep.Tool, method: ep.Method, endpoint: ep, args: params,
-		shape: sh.shape, wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, progressToken: progressToken(req)}), nil
+		shape: sh.shape, wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, progressToken: progressToken(req)}), nil
 }
 
 func scalarText(v any) (string, bool) {
@@ -577,7 +586,7 @@ func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(a, "vmid", "action", "wait", "confirm"); err != nil {
+	if err := onlyKeys(a, "vmid", "action", "wait", "confirm", "operation_key"); err != nil {
 		return nil, err
 	}
 	vmid, set, err := optInt(a, "vmid", 100, 999999999)
@@ -606,6 +615,15 @@ func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) 
 	if err != nil {
 		return nil, err
 	}
+	opKey, err := optString(a, "operation_key")
+	if err != nil {
+		return nil, err
+	}
+	if _, given := a["operation_key"]; given {
+		if err := journal.CheckOperationKey(opKey); err != nil {
+			return nil, argError("operation_key", strings.TrimPrefix(err.Error(), "operation_key "))
+		}
+	}
 	node, kind, bad := s.locateGuest(ctx, c, ToolGuestPower, vmid)
 	if bad != nil {
 		return bad, nil
@@ -615,7 +633,7 @@ func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) 
 	}
 	path := pve.Path("nodes", node, kind, strconv.Itoa(vmid), "status", action)
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolGuestPower, method: "POST", path: path, args: map[string]any{},
-		wait: time.Duration(wait) * time.Second, confirm: confirm, progressToken: progressToken(req)}), nil
+		wait: time.Duration(wait) * time.Second, confirm: confirm, operationKey: opKey, progressToken: progressToken(req)}), nil
 }
 
 // describeFromSearch is proxmox_api_search with describe, in search mode

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -170,6 +172,8 @@ type harness struct {
 	audit  *recorder
 	engine *policy.Engine
 	store  *policy.Store
+	// journal is the real journal, with harnessOpts.journal.
+	journal *journal.Journal
 }
 
 type harnessOpts struct {
@@ -183,6 +187,10 @@ type harnessOpts struct {
 	reg *schema.Registry
 	// engine configures the policy engine (bounds, for slow policies).
 	engine policy.EngineOptions
+	// journal records into a real journal (SQLite in a temporary
+	// directory), which is also the ledger of the change contract; the
+	// recorder is then unused.
+	journal bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -220,16 +228,45 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	key := make([]byte, 32)
 	rand.Read(key) //nolint:errcheck // crypto/rand does not fail
 	audit := newRecorder()
+	var auditor Auditor = audit
+	var ledger Ledger
+	var jrnl *journal.Journal
+	if o.journal {
+		j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), journal.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Close() })
+		auditor, ledger, jrnl = journalAuditor{j}, j, j
+	}
 	srv, err := New(Options{
 		Name: "proxmox-mcp", Version: "test", Mode: o.mode,
-		Registry: staticRegistry{reg}, Policy: engine, Audit: audit, Guard: openGuard{},
+		Registry: staticRegistry{reg}, Policy: engine, Audit: auditor, Ledger: ledger, Guard: openGuard{},
 		PVE:      &simTiers{t: t, sim: s, url: ts.URL + sim.APIPrefix, fp: pve.Fingerprint(ts.Certificate().Raw), clients: map[Tier]*pve.Client{}},
 		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, srv: srv, sim: s, clock: manual, audit: audit, engine: engine, store: store}
+	return &harness{t: t, srv: srv, sim: s, clock: manual, audit: audit, engine: engine, store: store, journal: jrnl}
+}
+
+// journalAuditor records into a real journal, as the daemon's auditor does.
+type journalAuditor struct{ j *journal.Journal }
+
+func (a journalAuditor) Intent(ctx context.Context, c AuditCall) (string, error) {
+	ev, err := a.j.Intent(ctx, c.Journal())
+	return ev.CallID, err
+}
+
+func (a journalAuditor) Receipt(ctx context.Context, id string, o AuditOutcome) error {
+	_, err := a.j.Receipt(ctx, id, o.Journal())
+	return err
+}
+
+func (a journalAuditor) Record(ctx context.Context, c AuditCall, o AuditOutcome) error {
+	_, err := a.j.Record(ctx, c.Journal(), o.Journal())
+	return err
 }
 
 // as returns an in-process MCP client and a context carrying the caller of

@@ -97,9 +97,13 @@ type Options struct {
 	Policy        Policy
 	PVE           PVE
 	Audit         Auditor
-	Guard         Guard
-	Switches      Switches
-	Limits        Limits
+	// Ledger is the journal as the change contract reads it (operations,
+	// evidence, plans); without one, the contract's tools are not served
+	// and operation keys are refused.
+	Ledger   Ledger
+	Guard    Guard
+	Switches Switches
+	Limits   Limits
 	// ConfirmKey signs confirmation tokens; 32 random bytes per daemon.
 	ConfirmKey []byte
 	Logger     *slog.Logger
