@@ -5,8 +5,10 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Tiers are the PVE token tiers, in order of privilege.
@@ -65,10 +67,33 @@ func (c *Config) check() error {
 			return fmt.Errorf("field \"protected.volumes[%d]\": %q must be a volume ID (storage:name) or an LV (vg/lv)", i, v)
 		}
 	}
+	if err := c.Changes.check(); err != nil {
+		return err
+	}
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("field \"log.level\": %q is not debug, info, warn or error", c.Log.Level)
+	}
+	return nil
+}
+
+// pveTag is PVE's tag format (pve-tag).
+var pveTag = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
+
+func (ch Changes) check() error {
+	for i, id := range ch.ProtectedGuests.VMIDs {
+		if id < 100 || id > 999999999 {
+			return fmt.Errorf("field \"changes.protected_guests.vmids[%d]\": %d is not a VM ID (100 to 999999999)", i, id)
+		}
+	}
+	for i, tag := range ch.ProtectedGuests.Tags {
+		if !pveTag.MatchString(tag) {
+			return fmt.Errorf("field \"changes.protected_guests.tags[%d]\": %q is not a PVE tag (lower-case letters, digits, _ - + .)", i, tag)
+		}
+	}
+	if d := ch.PlanTTL.Std(); d != 0 && (d < time.Minute || d > time.Hour) {
+		return fmt.Errorf("field \"changes.plan_ttl\": %s is outside 1m to 1h", d)
 	}
 	return nil
 }
@@ -209,6 +234,9 @@ func (c *Config) Effective() *Config {
 	}
 	if e.Log.Level == "" {
 		e.Log.Level = DefaultLogLevel
+	}
+	if e.Changes.PlanTTL == 0 {
+		e.Changes.PlanTTL = Duration(DefaultPlanTTL)
 	}
 	return &e
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -61,6 +62,9 @@ type Config struct {
 	// Protected is the protected model repository that ordinary calls may
 	// not touch.
 	Protected Protected `json:"protected,omitzero"`
+	// Changes configures the change contract: previews, protected
+	// guests, plans (docs/changes.md).
+	Changes Changes `json:"changes,omitzero"`
 	// Log sets the log level.
 	Log Log `json:"log,omitzero"`
 	// PKI locates the local CA and the LAN listeners' certificate.
@@ -166,6 +170,37 @@ type Protected struct {
 	Volumes []string `json:"volumes,omitempty"`
 	// Devices are block devices (/dev/...).
 	Devices []string `json:"devices,omitempty"`
+}
+
+// Changes configures the change contract (docs/changes.md).
+type Changes struct {
+	// PreviewWrites turns every write into a preview (a dry run): nothing
+	// is sent, whatever the key. A reload applies it.
+	PreviewWrites bool `json:"preview_writes,omitempty"`
+	// ProtectedGuests are guests every write to which needs a second
+	// principal's approval, whatever the key's profile. A reload applies
+	// it.
+	ProtectedGuests ProtectedGuests `json:"protected_guests,omitzero"`
+	// PlanTTL is how long a kept plan stays applicable: "15m" when empty,
+	// from "1m" to "1h".
+	PlanTTL Duration `json:"plan_ttl,omitzero"`
+}
+
+// ProtectedGuests names guests by VMID or by PVE tag.
+type ProtectedGuests struct {
+	VMIDs []int    `json:"vmids,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+}
+
+// DefaultPlanTTL is how long a kept plan stays applicable.
+const DefaultPlanTTL = 15 * time.Minute
+
+// PlanLifetime is changes.plan_ttl, or its default.
+func (c *Config) PlanLifetime() time.Duration {
+	if c.Changes.PlanTTL.Std() > 0 {
+		return c.Changes.PlanTTL.Std()
+	}
+	return DefaultPlanTTL
 }
 
 // Log configures logging.

@@ -177,7 +177,9 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	d.tools, err = tools.New(tools.Options{
 		Name: "proxmox-mcp", Version: opts.Version, Mode: mode,
 		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: &auditor{j: d.jrnl, calls: &callLog{log: d.log}}, Ledger: d.jrnl, Guard: d.guard,
-		Switches:   tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations},
+		Switches:   switchesOf(cfg),
+		Protected:  protectedOf(cfg),
+		PlanTTL:    cfg.PlanLifetime(),
 		Limits:     tools.Limits{MaxResultBytes: cfg.Tools.MaxResultBytes},
 		ConfirmKey: confirmKey, Logger: d.log,
 	})
@@ -557,12 +559,23 @@ func (d *Daemon) reload(ctx context.Context) error {
 	if d.opts.StateDirOverride != "" {
 		cfg.StateDir = d.opts.StateDirOverride
 	}
-	d.tools.SetSwitches(tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations})
-	d.log.Info("daemon: reloaded", "read_only", cfg.ReadOnly, "allow_mutations", cfg.AllowMutations)
+	d.tools.SetSwitches(switchesOf(cfg))
+	d.tools.SetProtected(protectedOf(cfg))
+	d.log.Info("daemon: reloaded", "read_only", cfg.ReadOnly, "allow_mutations", cfg.AllowMutations, "preview_writes", cfg.Changes.PreviewWrites)
 	if changed := restartFields(d.cfg, cfg); len(changed) > 0 {
 		d.log.Warn("daemon: reload: these fields changed and take effect only after a restart", "fields", strings.Join(changed, ", "))
 	}
 	return nil
+}
+
+// switchesOf are the daemon-wide switches of a configuration.
+func switchesOf(cfg *config.Config) tools.Switches {
+	return tools.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations, PreviewWrites: cfg.Changes.PreviewWrites}
+}
+
+// protectedOf are the protected guests of a configuration.
+func protectedOf(cfg *config.Config) tools.ProtectedGuests {
+	return tools.ProtectedGuests{VMIDs: cfg.Changes.ProtectedGuests.VMIDs, Tags: cfg.Changes.ProtectedGuests.Tags}
 }
 
 // restartFields names the top-level fields that differ between two
@@ -571,6 +584,7 @@ func restartFields(running, next *config.Config) []string {
 	flat := func(c *config.Config) map[string]json.RawMessage {
 		e := c.Effective() // a default spelt out is no change
 		e.ReadOnly, e.AllowMutations = false, false
+		e.Changes.PreviewWrites, e.Changes.ProtectedGuests = false, config.ProtectedGuests{}
 		b, _ := json.Marshal(e)
 		m := map[string]json.RawMessage{}
 		json.Unmarshal(b, &m) //nolint:errcheck // our own encoding

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,6 +107,9 @@ type Switches struct {
 	ReadOnly bool
 	// AllowMutations must be true for any write to happen.
 	AllowMutations bool
+	// PreviewWrites turns every write into a preview: it is planned and
+	// decided, and answered as a dry run; nothing is sent.
+	PreviewWrites bool
 }
 
 // Refusal names the daemon-wide switch that refuses a call of method, or
@@ -135,6 +139,11 @@ type Options struct {
 	// Switches returns the daemon-wide switches; nil means none apply
 	// (policy simulate shows the policy alone).
 	Switches func() Switches
+	// Protected, when set, says why a write's guests need a second
+	// principal's approval whatever the policy decided (protected guests,
+	// by VMID or tag); an error refuses the write (the guests could not be
+	// told apart).
+	Protected func(ctx context.Context, p *Plan) (reasons []string, err error)
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }
@@ -227,7 +236,41 @@ func (b *Builder) Build(ctx context.Context, c Caller, req Request) (*Plan, erro
 	guard := b.o.Guard.Check(ctx, ep, p.Vars, p.Checked.Values)
 	p.Input = policy.BuildInput(ep, p.Path, p.Vars, p.Checked.Values, c.Principal, guard, p.Time)
 	p.Decision = b.o.Policy.Decide(ctx, c.Binding, &p.Input)
+	if b.o.Protected != nil && ep.Method != "GET" {
+		p.Decision = b.protect(ctx, p)
+	}
 	return p, nil
+}
+
+// protect makes a decision that lets a write to a protected guest go
+// ahead (allow, confirm by the caller, dry run) a confirmation by another
+// principal; a deny or break-glass stays.
+func (b *Builder) protect(ctx context.Context, p *Plan) policy.Decision {
+	d := p.Decision
+	if d.Effect == policy.Deny || d.Effect == policy.Breakglass {
+		return d
+	}
+	reasons, err := b.o.Protected(ctx, p)
+	if err != nil {
+		return policy.Decision{Effect: policy.Deny, Policy: d.Policy, Digest: d.Digest, Obligations: []policy.Obligation{},
+			Reasons: []string{"whether the call's guests are protected could not be told, so no change is allowed: " + err.Error()}}
+	}
+	if len(reasons) == 0 {
+		return d
+	}
+	out := d
+	out.Reasons = append(slices.Clone(d.Reasons), reasons...)
+	if d.Effect == policy.DryRun {
+		return out
+	}
+	out.Effect = policy.Confirm
+	out.Obligations = []policy.Obligation{{Type: "confirm", Approver: "other"}}
+	for _, o := range d.Obligations {
+		if o.Type != "confirm" {
+			out.Obligations = append(out.Obligations, o)
+		}
+	}
+	return out
 }
 
 // endpoint finds the endpoint of a request and its path variables as

@@ -15,7 +15,7 @@ func TestApprovalByAnotherPrincipal(t *testing.T) {
 	activateTwoPerson(t, h)
 	req, rctx := h.as("", "two-person")
 	start := map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"}
-	before := h.sim.Requests()
+	before := h.sim.Writes()
 	res, held := call(t, req, rctx, ToolCall, start)
 	if res.IsError || held["status"] != "approval_required" || held["approver"] != "other" {
 		t.Fatalf("held call: %s", text(res))
@@ -50,7 +50,7 @@ func TestApprovalByAnotherPrincipal(t *testing.T) {
 	if res.IsError || !strings.Contains(text(res), "Approved: POST /nodes/pve1/qemu/101/status/start") {
 		t.Fatalf("approve: %s", text(res))
 	}
-	if h.sim.Requests() != before {
+	if h.sim.Writes() != before {
 		t.Error("something was sent before the requester's confirmed call")
 	}
 

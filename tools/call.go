@@ -33,6 +33,10 @@ type callRequest struct {
 	// operationKey is the caller's key for a write; change the group it
 	// belongs to; undoOf the operation it undoes.
 	operationKey, change, undoOf string
+	// keepPlan keeps a dry run as a plan; applyPlan is the plan this call
+	// applies.
+	keepPlan  bool
+	applyPlan *keptPlan
 	// progressToken, when the client asked for progress.
 	progressToken mcp.ProgressToken
 }
@@ -42,6 +46,12 @@ type prepared struct {
 	plan   *plan.Plan
 	audit  AuditCall
 	dryRun bool
+	// preview says why a write is answered as a preview (the daemon-wide
+	// switch), when it is.
+	preview string
+	// movedFrom is the node the call named, when the guest was found on
+	// another (plan.Path names the node it is on).
+	movedFrom string
 }
 
 // planCaller is the caller as the call plan knows it.
@@ -63,6 +73,24 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest) (*prepa
 		}
 		return nil, s.refuse(ctx, auditOf(c, r.Plan, req), r.Outcome, s.refusalText(r, req))
 	}
+	movedFrom := ""
+	if node, ok := s.moved(ctx, p); ok {
+		// The guest lives on another node now (it migrated): the call goes
+		// there, planned and decided again for that node.
+		vars := make(map[string]string, len(p.Vars))
+		for k, v := range p.Vars {
+			vars[k] = v
+		}
+		movedFrom, vars["node"] = vars["node"], node
+		again := plan.Request{Tool: req.tool, Method: p.Endpoint.Method, Path: plan.ConcretePath(p.Endpoint.Path, vars), Args: withoutNode(p.Args, node)}
+		if p, err = s.planner.Build(ctx, c.planCaller(), again); err != nil {
+			var r *plan.Refusal
+			if !errors.As(err, &r) {
+				r = &plan.Refusal{Outcome: journal.OutcomeError, Err: err, Plan: &plan.Plan{Time: s.opts.Now(), Tool: req.tool, Args: req.args}}
+			}
+			return nil, s.refuse(ctx, auditOf(c, r.Plan, req), r.Outcome, s.refusalText(r, req))
+		}
+	}
 	audit := auditOf(c, p, req)
 	if req.operationKey != "" {
 		switch {
@@ -72,7 +100,13 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest) (*prepa
 			return nil, s.refuse(ctx, audit, journal.OutcomeInvalid, "argument operation_key: this server keeps no journal of operations, so it cannot honour one. Nothing was sent.")
 		}
 	}
-	pr := &prepared{plan: p, audit: audit, dryRun: req.dryRun}
+	pr := &prepared{plan: p, audit: audit, dryRun: req.dryRun || req.keepPlan, movedFrom: movedFrom}
+	if p.Endpoint.Method != "GET" && s.currentSwitches().PreviewWrites && !pr.dryRun {
+		pr.dryRun, pr.preview = true, "the daemon's changes.preview_writes switch is on: every write is answered as a preview, and nothing is sent"
+	}
+	if req.keepPlan && p.Endpoint.Method == "GET" {
+		return nil, s.refuse(ctx, audit, journal.OutcomeInvalid, "argument keep_plan: only a write can be kept as a plan. Nothing was sent.")
+	}
 	d := p.Decision
 	switch d.Effect {
 	case policy.Allow:
@@ -95,6 +129,20 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest) (*prepa
 		return nil, s.refuseDecision(ctx, audit, c, p, "")
 	}
 	return pr, nil
+}
+
+// withoutNode is a call's arguments with its node set to node (a path
+// variable repeated among the arguments must agree with the path).
+func withoutNode(args map[string]any, node string) map[string]any {
+	if _, ok := args["node"]; !ok {
+		return args
+	}
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		out[k] = v
+	}
+	out["node"] = node
+	return out
 }
 
 // auditOf describes a call for the journal from its plan, or from as much
@@ -139,16 +187,8 @@ func (s *Server) callEndpoint(ctx context.Context, c Caller, req callRequest) *m
 	if refusal != nil {
 		return refusal
 	}
-	p := pr.plan
 	if pr.dryRun {
-		out := AuditOutcome{Outcome: journal.OutcomeDryRun, Duration: s.opts.Now().Sub(p.Time)}
-		if err := s.audit.Record(journalContext(ctx), pr.audit, out); err != nil {
-			return errorResult("the journal refused the record; nothing was sent: " + err.Error())
-		}
-		return structured(fmt.Sprintf("Dry run: %s %s would be sent (%s); nothing was sent.", p.Endpoint.Method, p.Path, p.Risk), map[string]any{
-			"dry_run": true, "method": p.Endpoint.Method, "path": p.Path, "template": p.Endpoint.Path, "tool": p.Endpoint.Tool,
-			"risk": p.Risk.String(), "params": flatten(p.Checked.Wire), "decision": p.Decision,
-		})
+		return s.dryRunAnswer(ctx, c, req, pr)
 	}
 	return s.dispatch(ctx, c, req, pr)
 }
@@ -173,6 +213,14 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 			if err != nil {
 				return s.refuse(ctx, audit, journal.OutcomeError, "could not read the current configuration to plan the edit: "+err.Error()+"; nothing was sent")
 			}
+			if kp := req.applyPlan; kp != nil {
+				if err := s.checkPlanned(kp, p, digest, conf); err != nil {
+					return s.refuse(ctx, audit, journal.OutcomeDenied, "Plan "+kp.id+" refused: "+err.Error())
+				}
+				if kp.config != "" {
+					wire.Set("digest", kp.config)
+				}
+			}
 			switch given := wire.Get("digest"); {
 			case given == "":
 				audit.PriorDigest, audit.PriorConfig = digest, conf
@@ -185,8 +233,19 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 		} else if d := wire.Get("digest"); d != "" {
 			audit.PriorDigest = d
 		}
-		if req.operationKey != "" || req.change != "" || req.undoOf != "" {
+		if req.applyPlan != nil && !ep.Facts.ConfigEdit {
+			if err := s.checkPlanned(req.applyPlan, p, "", nil); err != nil {
+				return s.refuse(ctx, audit, journal.OutcomeDenied, "Plan "+req.applyPlan.id+" refused: "+err.Error())
+			}
+		}
+		if req.operationKey != "" || req.change != "" || req.undoOf != "" || req.applyPlan != nil || pr.movedFrom != "" {
 			audit.Detail = &journal.Detail{Change: req.change, UndoOf: req.undoOf}
+			if req.applyPlan != nil {
+				audit.Detail.Plan = req.applyPlan.id
+			}
+			if pr.movedFrom != "" {
+				audit.Detail.Node = p.Vars["node"]
+			}
 			if req.operationKey != "" {
 				audit.Detail.OperationKey, audit.Detail.RequestDigest = req.operationKey, requestDigest(p)
 			}
@@ -246,6 +305,13 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 	}
 	if out.Outcome == "" {
 		out.Outcome = journal.OutcomeOK
+	}
+	if req.applyPlan != nil && callID != "" {
+		s.plans.markApplied(req.applyPlan.id, callID)
+	}
+	if pr.movedFrom != "" {
+		result["found_on"] = map[string]any{"node": p.Vars["node"], "named": pr.movedFrom,
+			"note": "the guest is on " + p.Vars["node"] + ", not on " + pr.movedFrom + " as the call said: the call went there"}
 	}
 	if callID != "" {
 		ev := map[string]any{"operation": callID}

@@ -82,7 +82,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 // and the extra tools of Options.
 func (s *Server) alwaysVisible(name string) bool {
 	switch name {
-	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal:
+	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal, ToolPlanApply:
 		return true
 	}
 	return s.extra[name]
@@ -153,6 +153,10 @@ func shapeProperties(prefix string) map[string]any {
 			"description": "Validate and decide, but send nothing."},
 		prefix + "operation_key": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$",
 			"description": "Your key for this write: a retry with it returns the recorded operation, never sends twice."},
+		prefix + "change": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+			"description": "Your name for the change this write belongs to (undone together)."},
+		prefix + "keep_plan": map[string]any{"type": "boolean",
+			"description": "With dry_run: keep the preview as a plan (proxmox_plan_apply)."},
 	}
 }
 
@@ -336,6 +340,8 @@ func endpointTool(ep *schema.Endpoint) mcp.Tool {
 		delete(extra, "_wait")
 		delete(extra, "_confirm")
 		delete(extra, "_operation_key")
+		delete(extra, "_change")
+		delete(extra, "_keep_plan")
 	} else {
 		for _, k := range []string{"_fields", "_omit", "_limit", "_offset"} {
 			delete(extra, k)

@@ -28,6 +28,7 @@ func (s *Server) contractTools() []server.ServerTool {
 	return []server.ServerTool{
 		{Tool: operationTool(), Handler: s.handleOperation},
 		{Tool: journalTool(), Handler: s.handleJournal},
+		{Tool: planApplyTool(), Handler: s.handlePlanApply},
 	}
 }
 

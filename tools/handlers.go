@@ -157,6 +157,8 @@ type shaping struct {
 	confirm      string
 	dryRun       bool
 	operationKey string
+	change       string
+	keepPlan     bool
 }
 
 // shapingArgs reads fields, omit, limit, offset, wait, confirm, dry_run,
@@ -200,6 +202,21 @@ func shapingArgs(a map[string]any, prefix string) (shaping, error) {
 			return sh, argError(prefix+"operation_key", strings.TrimPrefix(err.Error(), "operation_key "))
 		}
 	}
+	if sh.change, err = optString(a, prefix+"change"); err != nil {
+		return sh, err
+	}
+	if _, given := a[prefix+"change"]; given {
+		if err := journal.CheckOperationKey(sh.change); err != nil {
+			return sh, argError(prefix+"change", strings.TrimPrefix(err.Error(), "operation_key "))
+		}
+	}
+	if v, ok := a[prefix+"keep_plan"]; ok {
+		b, ok := v.(bool)
+		if !ok {
+			return sh, argError(prefix+"keep_plan", "must be true or false")
+		}
+		sh.keepPlan = b
+	}
 	return sh, nil
 }
 
@@ -240,7 +257,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if _, ok := a["approve"]; ok && s.opts.Mode == ModeSearch {
 		return s.approveFromCall(ctx, req, a)
 	}
-	if err := onlyKeys(a, "method", "path", "params", "fields", "omit", "limit", "offset", "wait", "confirm", "dry_run", "operation_key"); err != nil {
+	if err := onlyKeys(a, "method", "path", "params", "fields", "omit", "limit", "offset", "wait", "confirm", "dry_run", "operation_key", "change", "keep_plan"); err != nil {
 		return nil, err
 	}
 	method, err := optString(a, "method")
@@ -272,7 +289,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return nil, err
 	}
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolCall, method: method, path: path, args: params, shape: sh.shape,
-		wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, progressToken: progressToken(req)}), nil
+		wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, change: sh.change, keepPlan: sh.keepPlan, progressToken: progressToken(req)}), nil
 }
 
 // handleEndpoint is an expanded-mode tool: its name picks the endpoint,
@@ -302,7 +319,7 @@ func (s *Server) handleEndpoint(ctx context.Context, req mcp.CallToolRequest) (*
 		}
 	}
 	return s.callEndpoint(ctx, c, callRequest{tool: ep.Tool, method: ep.Method, endpoint: ep, args: params,
-		shape: sh.shape, wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, progressToken: progressToken(req)}), nil
+		shape: sh.shape, wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, change: sh.change, keepPlan: sh.keepPlan, progressToken: progressToken(req)}), nil
 }
 
 func scalarText(v any) (string, bool) {

@@ -187,6 +187,8 @@ type harnessOpts struct {
 	reg *schema.Registry
 	// engine configures the policy engine (bounds, for slow policies).
 	engine policy.EngineOptions
+	// protected are the protected guests.
+	protected ProtectedGuests
 	// journal records into a real journal (SQLite in a temporary
 	// directory), which is also the ledger of the change contract; the
 	// recorder is then unused.
@@ -243,7 +245,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		Name: "proxmox-mcp", Version: "test", Mode: o.mode,
 		Registry: staticRegistry{reg}, Policy: engine, Audit: auditor, Ledger: ledger, Guard: openGuard{},
 		PVE:      &simTiers{t: t, sim: s, url: ts.URL + sim.APIPrefix, fp: pve.Fingerprint(ts.Certificate().Raw), clients: map[Tier]*pve.Client{}},
-		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra,
+		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra, Protected: o.protected,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -103,7 +103,13 @@ type Options struct {
 	Ledger   Ledger
 	Guard    Guard
 	Switches Switches
-	Limits   Limits
+	// Protected are the guests every write to which needs a second
+	// principal's approval (changes.protected_guests).
+	Protected ProtectedGuests
+	// PlanTTL is how long a kept plan stays applicable (15 minutes when
+	// zero).
+	PlanTTL time.Duration
+	Limits  Limits
 	// ConfirmKey signs confirmation tokens; 32 random bytes per daemon.
 	ConfirmKey []byte
 	Logger     *slog.Logger
@@ -127,6 +133,10 @@ type Server struct {
 	extra    map[string]bool // names of Options.Extra
 	audit    Auditor         // Options.Audit, marking the calls it records
 	planner  *plan.Builder   // every call's plan
+	guests   *guestDirectory // where guests are and how they are tagged
+	plans    *plans          // previews kept as plans
+
+	protected ProtectedGuests // guarded by mu
 
 	visMu    sync.Mutex
 	visCache map[visCacheKey]visibility
@@ -190,7 +200,11 @@ func New(opts Options) (*Server, error) {
 	for _, t := range opts.Extra {
 		s.extra[t.Tool.Name] = true
 	}
-	if s.planner, err = plan.New(plan.Options{Registry: s.registry, Guard: opts.Guard, Policy: opts.Policy, Switches: s.currentSwitches, Now: opts.Now}); err != nil {
+	s.guests = newGuestDirectory(opts.PVE, opts.Now)
+	s.plans = newPlans(opts.Now, opts.PlanTTL)
+	s.protected = opts.Protected
+	if s.planner, err = plan.New(plan.Options{Registry: s.registry, Guard: opts.Guard, Policy: opts.Policy, Switches: s.currentSwitches,
+		Protected: s.protectedReasons, Now: opts.Now}); err != nil {
 		return nil, err
 	}
 	for _, t := range s.catalog(opts.Registry.Current()) {

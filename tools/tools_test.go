@@ -193,12 +193,12 @@ func TestStartAndWait(t *testing.T) {
 func TestValidationBeforeSending(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	c, ctx := h.as("operator")
-	before := h.sim.Requests()
+	before := h.sim.Writes()
 	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "params": map[string]any{"timeout": -3, "frobnicate": true}})
 	if !res.IsError || !strings.Contains(text(res), "timeout: value must have a minimum value of 0") || !strings.Contains(text(res), "frobnicate: property is not defined") {
 		t.Errorf("refusal: %s", text(res))
 	}
-	if h.sim.Requests() != before {
+	if h.sim.Writes() != before {
 		t.Error("something was sent to PVE")
 	}
 	if out := h.audit.outcomes(); len(out) != 1 || out[0] != journal.OutcomeInvalid {
@@ -410,13 +410,13 @@ func TestOutcomeUnknown(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	c, ctx := h.as("operator")
 	h.sim.InjectFault(sim.Fault{Method: "POST", Path: "/nodes/pve1/qemu/101/status/start", DropAfterApply: true, Times: 1})
-	before := h.sim.Requests()
+	before := h.sim.Writes()
 	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
 	if !res.IsError || !strings.Contains(text(res), "Outcome unknown") {
 		t.Errorf("dropped answer: %s", text(res))
 	}
-	if n := h.sim.Requests() - before; n != 1 {
-		t.Errorf("%d requests reached PVE, want 1 (no retry)", n)
+	if n := h.sim.Writes() - before; n != 1 {
+		t.Errorf("%d writes reached PVE, want 1 (no retry)", n)
 	}
 	found := false
 	for _, r := range h.audit.receipts {
@@ -455,10 +455,10 @@ func TestConfirmation(t *testing.T) {
 func TestDryRun(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	c, ctx := h.as("operator")
-	before := h.sim.Requests()
+	before := h.sim.Writes()
 	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "dry_run": true})
-	if res.IsError || content["dry_run"] != true || h.sim.Requests() != before {
-		t.Errorf("dry run: %s (requests %d)", text(res), h.sim.Requests()-before)
+	if res.IsError || content["dry_run"] != true || h.sim.Writes() != before {
+		t.Errorf("dry run: %s (requests %d)", text(res), h.sim.Writes()-before)
 	}
 	// A dry run of a call that needs confirmation neither asks for one nor
 	// uses up a token it is given.
@@ -502,11 +502,18 @@ func TestJournalOutlivesTheClient(t *testing.T) {
 func TestNoIntentNoWrite(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	c, ctx := h.as("operator")
+	tasks := func() int {
+		t.Helper()
+		ro, rctx := h.as("root")
+		_, content := call(t, ro, rctx, ToolCall, map[string]any{"method": "GET", "path": "/nodes/pve1/tasks", "params": map[string]any{"vmid": 101}})
+		return len(content["data"].([]any))
+	}
+	before := tasks()
 	h.audit.fail = errors.New("disk full")
-	before := h.sim.Requests()
 	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
-	if !res.IsError || !strings.Contains(text(res), "nothing was sent") || h.sim.Requests() != before {
-		t.Errorf("write without an intent: %s", text(res))
+	h.audit.fail = nil
+	if !res.IsError || !strings.Contains(text(res), "nothing was sent") || tasks() != before {
+		t.Errorf("write without an intent: %s (tasks of 101 before %d, after %d)", text(res), before, tasks())
 	}
 }
 

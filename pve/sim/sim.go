@@ -53,11 +53,16 @@ type Sim struct {
 	faults faultSet
 
 	requests atomic.Int64
+	writes   atomic.Int64
 	gzPool   sync.Pool // *gzip.Writer
 }
 
 // Requests counts the HTTP requests served so far.
 func (s *Sim) Requests() int64 { return s.requests.Load() }
+
+// Writes counts the requests other than GET served so far: what a client
+// sent that could change something.
+func (s *Sim) Writes() int64 { return s.writes.Load() }
 
 // handler answers one semantic endpoint. It runs with Sim.mu held and
 // returns data (or a result with a total) or an *apiError.
@@ -114,6 +119,9 @@ func New(opts Options) (*Sim, error) {
 // ServeHTTP answers like pveproxy.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	if r.Method != http.MethodGet {
+		s.writes.Add(1)
+	}
 	apiPath, ok := strings.CutPrefix(r.URL.EscapedPath(), APIPrefix)
 	if !ok {
 		writeError(w, failStatus(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, r.URL.Path))
