@@ -399,6 +399,17 @@ func (j *Journal) PathEvents(ctx context.Context, path string, afterID int64, li
 		path, afterID, limit)
 }
 
+// ChangeEvents returns the intents of one key's change (the operations it
+// grouped under one name), oldest first; their receipts are read with
+// CallEvents.
+func (j *Journal) ChangeEvents(ctx context.Context, keyID, change string) ([]Event, error) {
+	if err := checkOperationKey(change); err != nil {
+		return nil, fmt.Errorf("%w: change: %w", ErrInvalid, err)
+	}
+	return j.query(ctx, `SELECT `+columns+` FROM events WHERE key_id = ? AND json_extract(detail, '$.change') = ? AND detail <> '' AND kind = 'intent' ORDER BY id LIMIT ?`,
+		keyID, change, maxPage)
+}
+
 // KeyEvents returns the last n rows of one key (1 to 10000), oldest first:
 // what an agent may read of the journal about itself.
 func (j *Journal) KeyEvents(ctx context.Context, keyID string, n int) ([]Event, error) {

@@ -250,3 +250,29 @@ func TestContractRows(t *testing.T) {
 		t.Errorf("verify: %+v, %v", rep, err)
 	}
 }
+
+// The intents of one key's change are found together, in order.
+func TestChangeEvents(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, Options{})
+	for i, change := range []string{"upgrade", "other", "upgrade", ""} {
+		c := intentWithKey("", "", "/nodes/pve1/qemu/100/config")
+		c.Detail = &Detail{Change: change}
+		if change == "" {
+			c.Detail = nil
+		}
+		if i == 2 {
+			c.Principal.KeyID = "bcdefghijklmnopq"
+		}
+		if _, err := j.Intent(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := j.ChangeEvents(ctx, "abcdefghijklmnop", "upgrade")
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("the change's intents: %d, %v", len(evs), err)
+	}
+	if _, err := j.ChangeEvents(ctx, "abcdefghijklmnop", "bad name!"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a malformed change name: %v", err)
+	}
+}

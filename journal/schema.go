@@ -167,6 +167,8 @@ func migrate2(ctx context.Context, tx *sql.Tx) error {
 		// The reads, observations and writes of one path, in order: undo's
 		// evidence of what changed since.
 		`CREATE INDEX events_path ON events (path, id)`,
+		// The operations of one change (a group a key named), for undo.
+		`CREATE INDEX events_change ON events (key_id, json_extract(detail, '$.change'), id) WHERE detail <> '' AND kind = 'intent'`,
 		`CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
 			BEGIN SELECT RAISE(ABORT, 'journal events are append-only'); END`,
 		`CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events

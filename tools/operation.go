@@ -32,6 +32,7 @@ type Ledger interface {
 	KeepPlan(ctx context.Context, p journal.Plan) (journal.Event, error)
 	PathEvents(ctx context.Context, path string, afterID int64, limit int) ([]journal.Event, error)
 	KeyEvents(ctx context.Context, keyID string, n int) ([]journal.Event, error)
+	ChangeEvents(ctx context.Context, keyID, change string) ([]journal.Event, error)
 }
 
 // requestDigest is the SHA-256 of a write as validated: method, template,
