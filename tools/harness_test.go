@@ -165,7 +165,7 @@ func (p *simTiers) Client(tier Tier) (*pve.Client, error) {
 // harness is a tool server on a simulator, the real policy engine and an
 // in-memory journal.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	sim    *sim.Sim
 	clock  *sim.ManualClock
@@ -195,7 +195,7 @@ type harnessOpts struct {
 	journal bool
 }
 
-func newHarness(t *testing.T, o harnessOpts) *harness {
+func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	reg := o.reg
 	if reg == nil {
@@ -305,7 +305,7 @@ func (h *harness) as(profile string, policyID ...string) (*client.Client, contex
 }
 
 // call invokes a tool and returns the result and its structured content.
-func call(t *testing.T, c *client.Client, ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+func call(t testing.TB, c *client.Client, ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
 	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name

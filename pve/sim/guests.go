@@ -160,6 +160,20 @@ func qmpStatus(g *guest) string {
 // schema's GET …/config return schema, so numbers and strings come back as
 // PVE sends them ("memory": "2048" for QEMU, 2048 for LXC).
 func (s *Sim) configTypes(kind string) (exact, indexed map[string]string) {
+	s.cfgTypesOnce.Do(func() {
+		s.cfgTypes = map[string][2]map[string]string{}
+		for _, k := range []string{"qemu", "lxc"} {
+			e, i := s.readConfigTypes(k)
+			s.cfgTypes[k] = [2]map[string]string{e, i}
+		}
+	})
+	t := s.cfgTypes[kind]
+	return t[0], t[1]
+}
+
+// readConfigTypes reads the types of a guest configuration's fields from
+// the schema (once per simulator: the schema does not change under it).
+func (s *Sim) readConfigTypes(kind string) (exact, indexed map[string]string) {
 	exact, indexed = map[string]string{}, map[string]string{}
 	ep := s.reg.Lookup("GET", "/nodes/{node}/"+kind+"/{vmid}/config")
 	if ep == nil || len(ep.Returns) == 0 {

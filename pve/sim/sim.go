@@ -54,7 +54,12 @@ type Sim struct {
 
 	requests atomic.Int64
 	writes   atomic.Int64
-	gzPool   sync.Pool // *gzip.Writer
+
+	// cfgTypes are the JSON types of guest configuration fields, by kind
+	// (exact names, then numbered prefixes), read from the schema once.
+	cfgTypesOnce sync.Once
+	cfgTypes     map[string][2]map[string]string
+	gzPool       sync.Pool // *gzip.Writer
 }
 
 // Requests counts the HTTP requests served so far.
