@@ -130,3 +130,17 @@ func snapshotsNamed(t *testing.T, h *harness, ctx context.Context, _ interface{}
 	}
 	return n
 }
+
+// PVE's protection flag is shown in the evidence of an edit of a protected
+// guest.
+func TestEvidenceShowsProtection(t *testing.T) {
+	h := newHarness(t, harnessOpts{journal: true})
+	c, ctx := h.as("root")
+	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": "/nodes/pve1/qemu/100/config", "params": map[string]any{"protection": 1}})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	if ev, _ := content["evidence"].(map[string]any); ev["protection"] != true {
+		t.Errorf("evidence of a protected guest: %v", ev)
+	}
+}

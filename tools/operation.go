@@ -116,6 +116,11 @@ func (s *Server) afterEvidence(ctx context.Context, client *pve.Client, p *plan.
 		d.OperationKey, d.RequestDigest, d.Change, d.UndoOf = audit.Detail.OperationKey, audit.Detail.RequestDigest, audit.Detail.Change, audit.Detail.UndoOf
 	}
 	ev["digest_after"] = digest
+	if p, _ := scalarText(conf["protection"]); p == "1" {
+		// PVE's own protection flag: the guest cannot be removed (nor its
+		// disks) until someone turns it off, which is itself a change.
+		ev["protection"] = true
+	}
 	if audit.PriorConfig != nil {
 		d.Changes = configChanges(audit.PriorConfig, conf)
 		ev["changes"] = changesForAnswer(p.Endpoint, d.Changes)
