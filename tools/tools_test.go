@@ -505,7 +505,7 @@ func TestNoIntentNoWrite(t *testing.T) {
 	tasks := func() int {
 		t.Helper()
 		ro, rctx := h.as("root")
-		_, content := call(t, ro, rctx, ToolCall, map[string]any{"method": "GET", "path": "/nodes/pve1/tasks", "params": map[string]any{"vmid": 101}})
+		_, content := call(t, ro, rctx, ToolCall, map[string]any{"method": "GET", "path": "/nodes/pve1/tasks", "params": map[string]any{"vmid": 101, "source": "all"}})
 		return len(content["data"].([]any))
 	}
 	before := tasks()

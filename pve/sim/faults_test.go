@@ -84,7 +84,7 @@ func TestFaultDropAfterApply(t *testing.T) {
 	if !errors.As(err, &unknown) || !errors.Is(err, pve.ErrOutcomeUnknown) {
 		t.Fatalf("dropped connection: %v", err)
 	}
-	tasks := getList(t, c, "/nodes/pve1/tasks", url.Values{"vmid": {"101"}, "typefilter": {"qmstart"}})
+	tasks := getList(t, c, "/nodes/pve1/tasks", url.Values{"vmid": {"101"}, "typefilter": {"qmstart"}, "source": {"all"}})
 	if len(tasks) != 1 {
 		t.Fatalf("the start was not applied: tasks %v", tasks)
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,74 +204,138 @@ func (s *Sim) taskStop(r *request) (any, error) {
 	return nil, nil
 }
 
-// nodeTasks lists a node's tasks, newest first, with PVE's filters: the
-// caller's own, or all with Sys.Audit on the node (node_tasks).
+// nodeTasks is pve-manager's Tasks.pm node_tasks: the node's tasks that
+// pass every filter, the caller's own or all of them with Sys.Audit on the
+// node. source archive (the default) lists finished tasks, most recently
+// finished first (the index file read backwards); active lists running
+// ones (status RUNNING); all lists the running ones, then the archive.
+// start skips that many matches, limit (50; 0 lists none) caps the list,
+// and the total counts every match.
 func (s *Sim) nodeTasks(r *request) (any, error) {
 	nodeName := r.str("node")
 	auditor := r.can("/nodes/"+nodeName, "Sys.Audit")
-	var list []map[string]any
-	for i := len(s.st.tasks) - 1; i >= 0; i-- {
-		t := s.st.tasks[i]
-		if t.upid.Node != nodeName || !(auditor || r.ownsTask(t)) || !r.taskMatches(t) {
+	source := r.str("source")
+	if source == "" {
+		source = "archive"
+	}
+	f := r.taskFilter()
+	start, limit := r.num("start", 0), r.num("limit", 50)
+	count := 0
+	list := []map[string]any{}
+	consider := func(t *task) {
+		if !f.matches(t) || !(auditor || r.ownsTask(t)) {
+			return
+		}
+		count++
+		if count <= start || limit <= 0 {
+			return
+		}
+		e := taskEntry(t)
+		if !t.ended {
+			e["status"] = "RUNNING"
+		}
+		list = append(list, e)
+		limit--
+	}
+	var running, archived []*task
+	for _, t := range s.st.tasks {
+		if t.upid.Node != nodeName {
 			continue
 		}
-		list = append(list, taskEntry(t))
+		if t.ended {
+			archived = append(archived, t)
+		} else {
+			running = append(running, t)
+		}
 	}
-	start, limit := r.num("start", 0), r.num("limit", 50)
-	total := len(list)
-	if start > len(list) {
-		start = len(list)
+	if source == "active" || source == "all" {
+		for i := len(running) - 1; i >= 0; i-- {
+			consider(running[i])
+		}
 	}
-	list = list[start:]
-	if limit > 0 && len(list) > limit {
-		list = list[:limit]
+	if source != "active" {
+		// Tasks are archived as they end: the newest end is read first.
+		slices.SortStableFunc(archived, func(a, b *task) int {
+			if a.endTime != b.endTime {
+				return int(b.endTime - a.endTime)
+			}
+			return int(b.upid.StartTime - a.upid.StartTime)
+		})
+		for _, t := range archived {
+			consider(t)
+		}
 	}
-	if list == nil {
-		list = []map[string]any{}
-	}
-	return withTotal(list, total), nil
+	return withTotal(list, count), nil
 }
 
-func (r *request) taskMatches(t *task) bool {
-	if r.flag("errors") && (!t.ended || t.exit == "OK") {
-		return false
+// taskFilter is node_tasks's filter of its parameters.
+type taskFilter struct {
+	userfilter, typefilter, vmid string
+	since, until                 *int64
+	status                       map[string]bool // by normalized status type
+}
+
+func (r *request) taskFilter() taskFilter {
+	f := taskFilter{userfilter: strings.ToLower(r.str("userfilter")), typefilter: r.str("typefilter"), vmid: r.str("vmid"),
+		status: map[string]bool{"ok": true, "warning": true, "error": true, "unknown": true}}
+	if f.vmid == "0" {
+		f.vmid = "" // Perl: a false vmid filters nothing
 	}
-	if v := r.str("vmid"); v != "" && t.upid.ID != v {
-		return false
-	}
-	if v := r.str("typefilter"); v != "" && t.upid.Type != v {
-		return false
-	}
-	if v := r.str("userfilter"); v != "" && !strings.Contains(t.upid.User, v) {
-		return false
-	}
-	if v := r.str("source"); v == "active" && t.ended || v == "archive" && !t.ended {
-		return false
-	}
-	if v := r.num("since", 0); v > 0 && t.upid.StartTime < int64(v) {
-		return false
-	}
-	if v := r.num("until", 0); v > 0 && t.upid.StartTime > int64(v) {
-		return false
-	}
-	if v := r.str("statusfilter"); v != "" {
-		class := "running"
-		if t.ended {
-			ok, warn := pve.ExitOutcome(t.exit)
-			switch {
-			case ok && warn > 0:
-				class = "warning"
-			case ok:
-				class = "ok"
-			default:
-				class = "error"
+	for name, dst := range map[string]**int64{"since": &f.since, "until": &f.until} {
+		if r.has(name) {
+			if v, err := strconv.ParseInt(r.str(name), 10, 64); err == nil {
+				*dst = &v
 			}
 		}
-		if !slices.Contains(strings.Split(v, ","), class) {
-			return false
-		}
 	}
-	return true
+	switch errorsOnly := r.flag("errors"); {
+	case r.has("statusfilter") && !errorsOnly:
+		f.status = map[string]bool{}
+		for _, v := range splitList(r.str("statusfilter")) {
+			f.status[strings.ToLower(v)] = true
+		}
+	case errorsOnly:
+		f.status["ok"] = false
+	}
+	return f
+}
+
+// matches: the user part of the task's user (the token name is split
+// off) contains userfilter, case-insensitively; the type is typefilter;
+// the task's id is the vmid; it started within since and until; and its
+// status type (pve-common UPID.pm normalize_status_type; a running task
+// has none: unknown) is one statusfilter lists.
+func (f taskFilter) matches(t *task) bool {
+	if f.userfilter != "" && !strings.Contains(strings.ToLower(t.upid.UserID()), f.userfilter) {
+		return false
+	}
+	if f.typefilter != "" && t.upid.Type != f.typefilter {
+		return false
+	}
+	if f.vmid != "" && t.upid.ID != f.vmid {
+		return false
+	}
+	if f.since != nil && t.upid.StartTime < *f.since {
+		return false
+	}
+	if f.until != nil && t.upid.StartTime > *f.until {
+		return false
+	}
+	return f.status[statusType(t)]
+}
+
+// statusType is normalize_status_type of a task's status.
+func statusType(t *task) string {
+	switch {
+	case !t.ended || t.exit == "" || t.exit == "unexpected status":
+		return "unknown"
+	case t.exit == "OK":
+		return "ok"
+	}
+	if ok, _ := pve.ExitOutcome(t.exit); ok {
+		return "warning"
+	}
+	return "error"
 }
 
 // clusterTasks lists the recent tasks of every node, newest first: all
