@@ -34,6 +34,9 @@ type Detail struct {
 	Plan   string `json:"plan,omitempty"`
 	// Node is where the guest was found when the call named another node.
 	Node string `json:"node,omitempty"`
+	// Token is the PVE API token (user@realm!name) an intent's write goes
+	// out with: whose tasks in PVE's task index can be the operation's.
+	Token string `json:"token,omitempty"`
 	// Digest is a configuration's digest: after the write (receipt), as
 	// seen (observation), or planned against (plan).
 	Digest string `json:"digest,omitempty"`

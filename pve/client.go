@@ -195,6 +195,10 @@ func New(cfg Config) (*Client, error) {
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
+// TokenID is the id (user@realm!name) of the token the client sends: the
+// user of the tasks its calls start.
+func (c *Client) TokenID() string { return c.token.ID }
+
 // Response is a decoded success envelope.
 type Response struct {
 	// Status is the HTTP status (200).

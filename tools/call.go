@@ -250,6 +250,12 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 				audit.Detail.OperationKey, audit.Detail.RequestDigest = req.operationKey, requestDigest(p)
 			}
 		}
+		// The token the write goes out with: reconciliation looks for the
+		// operation's task under it in PVE's task index.
+		if audit.Detail == nil {
+			audit.Detail = &journal.Detail{}
+		}
+		audit.Detail.Token = client.TokenID()
 		callID, err = s.audit.Intent(journalContext(ctx), audit)
 		var ke *journal.OperationKeyError
 		if errors.As(err, &ke) {
