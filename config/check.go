@@ -70,6 +70,9 @@ func (c *Config) check() error {
 	if err := c.Changes.check(); err != nil {
 		return err
 	}
+	if err := c.Cluster.check(); err != nil {
+		return err
+	}
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -238,6 +241,7 @@ func (c *Config) Effective() *Config {
 	if e.Changes.PlanTTL == 0 {
 		e.Changes.PlanTTL = Duration(DefaultPlanTTL)
 	}
+	e.Cluster = c.Cluster.effective()
 	return &e
 }
 

@@ -69,6 +69,9 @@ type Config struct {
 	Log Log `json:"log,omitzero"`
 	// PKI locates the local CA and the LAN listeners' certificate.
 	PKI PKI `json:"pki,omitzero"`
+	// Cluster is cluster mode: keys and policies shared by every node
+	// through pmxcfs (docs/cluster.md).
+	Cluster Cluster `json:"cluster,omitzero"`
 }
 
 // Schema locates apidoc.js.

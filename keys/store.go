@@ -55,6 +55,10 @@ type Options struct {
 	Rand io.Reader
 	// Logger receives reload errors; slog.Default() if nil.
 	Logger *slog.Logger
+	// Shared, when set, makes every change on the keys a cluster shares
+	// (cluster mode): see [Shared]. The state directory's keys.json is
+	// then the node's mirror of them, which the Store reads as before.
+	Shared Shared
 }
 
 // Store is keys.json in a state directory. It is safe for concurrent use by
@@ -304,6 +308,23 @@ func (s *Store) readAll(f *os.File) ([]byte, error) {
 // symbolic link; run as root, the lock file and keys.json are given to
 // the directory's owner.
 func (s *Store) update(ctx context.Context, fn func(recs []Record, now time.Time) ([]Record, error)) error {
+	if s.opts.Shared == nil {
+		return s.updateLocal(ctx, fn)
+	}
+	// Cluster mode: the change is made, under the cluster's lock, on a
+	// state directory holding the shared keys; Shared stores the result
+	// and refreshes this node's mirror.
+	return s.opts.Shared.Change(ctx, func(stateDir string) error {
+		staged, err := Open(stateDir, Options{Params: s.opts.Params, Now: s.opts.Now, Rand: s.opts.Rand, Logger: s.opts.Logger})
+		if err != nil {
+			return err
+		}
+		return staged.updateLocal(ctx, fn)
+	})
+}
+
+// updateLocal is update on the state directory's own keys.json.
+func (s *Store) updateLocal(ctx context.Context, fn func(recs []Record, now time.Time) ([]Record, error)) error {
 	d, err := atomicfile.MkdirAll(s.dir, 0o700)
 	if err != nil {
 		return fmt.Errorf("keys: state directory: %w", err)

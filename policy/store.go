@@ -50,9 +50,10 @@ func CheckID(id string) error {
 // never through a symbolic link (atomicfile), and what root creates is
 // given to the state directory's owner.
 type Store struct {
-	state string // the state directory
-	dir   string // <state>/policies
-	now   func() time.Time
+	state  string // the state directory
+	dir    string // <state>/policies
+	now    func() time.Time
+	shared Shared // cluster mode: where changes are made (nil: here)
 }
 
 // policiesDir is the name of the store's directory in the state directory.
@@ -184,6 +185,23 @@ func (s *Store) decodeIndexFile(data []byte, err error) (*index, []byte, error) 
 // crash leaves at most an unreferenced file, never an index entry without
 // its text.
 func (s *Store) update(ctx context.Context, fn func(ix *index, pd *atomicfile.Dir, now time.Time) error) error {
+	if s.shared == nil {
+		return s.updateLocal(ctx, fn)
+	}
+	// Cluster mode: the change is made, under the cluster's lock, on a
+	// state directory holding the shared policies; Shared stores the
+	// result and refreshes this node's mirror.
+	return s.shared.Change(ctx, func(stateDir string) error {
+		staged, err := NewStore(stateDir, s.now)
+		if err != nil {
+			return err
+		}
+		return staged.updateLocal(ctx, fn)
+	})
+}
+
+// updateLocal is update on the state directory's own policies.
+func (s *Store) updateLocal(ctx context.Context, fn func(ix *index, pd *atomicfile.Dir, now time.Time) error) error {
 	sd, err := atomicfile.MkdirAll(s.state, 0o700)
 	if err != nil {
 		return fmt.Errorf("policy: state directory: %w", err)
@@ -331,14 +349,14 @@ func (s *Store) Activate(ctx context.Context, id, digest string) (VersionEntry, 
 			return fmt.Errorf("policy: %w: policy %s has no draft with digest %s (drafts: %v); run policy draft first",
 				ErrDigestMismatch, id, digest, have)
 		}
-		src, err := s.readFile(draftDir(id), draftName(digest))
+		src, err := readIn(pd, draftDir(id), draftName(digest))
 		if err != nil {
 			return fmt.Errorf("policy: draft text: %w", err)
 		}
 		if got := Digest(src); got != digest {
 			return fmt.Errorf("policy: %w: the stored draft's text now has digest %s", ErrDigestMismatch, got)
 		}
-		tests, err := s.readFile(draftDir(id), draftTestName(digest))
+		tests, err := readIn(pd, draftDir(id), draftTestName(digest))
 		if err != nil {
 			return fmt.Errorf("policy: draft tests: %w", err)
 		}
