@@ -12,4 +12,12 @@
 // evidence is not success: an operation stays unknown until evidence, or
 // a person at the host, settles it, and every verdict is a journal
 // resolution row with the evidence that led to it.
+//
+// Undo (Undoer) takes an operation back field by field: a field is set
+// back to its value before the operation (or deleted, when the operation
+// added it) only if its value now is the one the operation left and
+// nothing the journal saw of the configuration since, nor PVE's task
+// index for the guest, shows that anyone changed it; otherwise it is a
+// conflict, explained by that evidence, and the undo sends nothing. There
+// is no force.
 package changes

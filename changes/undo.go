@@ -202,7 +202,7 @@ func parseOp(evs []journal.Event) (*opRows, error) {
 		}
 	}
 	if op == nil {
-		return nil, errNoOperation
+		return nil, ErrNotOperation
 	}
 	return op, nil
 }

@@ -10,9 +10,6 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 )
 
-// errNoOperation: the journal has no write with this id.
-var errNoOperation = errors.New("no operation has this id (a write's operation id; reads and refusals are not operations)")
-
 // UndoJournal is what undo reads of the journal (journal.Journal).
 type UndoJournal interface {
 	CallEvents(ctx context.Context, callID string) ([]journal.Event, error)
@@ -67,7 +64,7 @@ const taskLookback = 24 * time.Hour
 // pathPage is how many rows of a path are read at a time.
 const pathPage = 1000
 
-// Operation reads an operation's rows: errNoOperation when callID names
+// operation reads an operation's rows: ErrNotOperation when callID names
 // no write.
 func (u *Undoer) operation(ctx context.Context, callID string) (*opRows, error) {
 	evs, err := u.o.Journal.CallEvents(ctx, callID)
@@ -79,12 +76,12 @@ func (u *Undoer) operation(ctx context.Context, callID string) (*opRows, error) 
 		return nil, err
 	}
 	if op.intent == nil {
-		return nil, errNoOperation
+		return nil, ErrNotOperation
 	}
 	return op, nil
 }
 
-// Owner returns the key that made an operation (errNoOperation when there
+// Owner returns the key that made an operation (ErrNotOperation when there
 // is none), so a caller can be refused another key's operation before
 // anything else is read.
 func (u *Undoer) Owner(ctx context.Context, callID string) (keyID string, err error) {
