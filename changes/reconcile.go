@@ -135,8 +135,9 @@ type Request struct {
 	Close bool
 }
 
-// Daemon is the principal of the daemon's own reconciliation.
-var Daemon = journal.Principal{KeyID: "daemon", KeyName: "daemon"}
+// Daemon is the principal of the daemon's own reconciliation (at start):
+// the host itself, as the journal names it (transport stdio).
+var Daemon = journal.Principal{KeyID: "daemon", KeyName: "daemon", Transport: "stdio"}
 
 // Verdict is what a reconciliation found and did.
 type Verdict struct {
@@ -175,7 +176,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, callID string, req Request) 
 	if err != nil {
 		return Verdict{}, fmt.Errorf("reconcile %s: %w", callID, err)
 	}
-	return r.reconcile(ctx, op, req)
+	v, err := r.reconcile(ctx, op, req)
+	if err != nil {
+		return v, fmt.Errorf("reconcile %s: %w", callID, err)
+	}
+	return v, nil
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) (Verdict, error) {
@@ -207,7 +212,7 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 	}
 	f, err := r.gather(ctx, op, now)
 	if err != nil {
-		return v, fmt.Errorf("reconcile %s: %w", op.ID(), err)
+		return v, err
 	}
 	v.Evidence, v.UPID, v.Node = f.evidence, or(f.upid, v.UPID), f.node
 	v.Reason = f.reason()
@@ -223,7 +228,7 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 			return v, nil
 		}
 		if err != nil {
-			return v, fmt.Errorf("reconcile %s: receipt: %w", op.ID(), err)
+			return v, fmt.Errorf("receipt: %w", err)
 		}
 		v.Rows, v.Closed, v.State = append(v.Rows, ev.ID), res.Outcome, string(res.Outcome)
 	}
@@ -238,7 +243,7 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 	ev, err := r.o.Ledger.Resolve(ctx, journal.Resolution{Time: now, CallID: op.ID(), State: f.state, By: by, Tool: tool,
 		Reason: v.Reason, Evidence: f.evidence})
 	if err != nil {
-		return v, fmt.Errorf("reconcile %s: resolution: %w", op.ID(), err)
+		return v, fmt.Errorf("resolution: %w", err)
 	}
 	v.Rows, v.State, v.Judged = append(v.Rows, ev.ID), f.state, true
 	r.o.Logger.Info("changes: operation reconciled", "operation", op.ID(), "state", f.state, "upid", f.upid, "reason", v.Reason)
@@ -555,7 +560,7 @@ func (r *Reconciler) searchTasks(ctx context.Context, s *subject, kind taskKind,
 		cands = append(cands, u)
 		status[e.UPID] = e.Status
 	}
-	what := fmt.Sprintf("a %s task", strings.Join(kind.types, " or "))
+	what := fmt.Sprintf("%s task", strings.Join(kind.types, " or "))
 	if wantID != "" {
 		what += " of " + wantID
 	}
