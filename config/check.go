@@ -98,6 +98,9 @@ func (ch Changes) check() error {
 	if d := ch.PlanTTL.Std(); d != 0 && (d < time.Minute || d > time.Hour) {
 		return fmt.Errorf("field \"changes.plan_ttl\": %s is outside 1m to 1h", d)
 	}
+	if d := ch.SettleAfter.Std(); d != 0 && (d < time.Second || d > time.Hour) {
+		return fmt.Errorf("field \"changes.settle_after\": %s is outside 1s to 1h", d)
+	}
 	return nil
 }
 
@@ -240,6 +243,9 @@ func (c *Config) Effective() *Config {
 	}
 	if e.Changes.PlanTTL == 0 {
 		e.Changes.PlanTTL = Duration(DefaultPlanTTL)
+	}
+	if e.Changes.SettleAfter == 0 {
+		e.Changes.SettleAfter = Duration(DefaultSettleAfter)
 	}
 	e.Cluster = c.Cluster.effective()
 	return &e

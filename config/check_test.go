@@ -63,6 +63,8 @@ func TestConfigRules(t *testing.T) {
 		{`"protected": {"devices": ["/etc/passwd"]}`, `field "protected.devices[0]"`},
 		{`"log": {"level": "loud"}`, `field "log.level"`},
 		{`"schema": {"path": "apidoc.js"}`, `field "schema.path"`},
+		{`"changes": {"settle_after": "500ms"}`, `field "changes.settle_after": 500ms is outside 1s to 1h`},
+		{`"changes": {"settle_after": "2h"}`, `field "changes.settle_after": 2h0m0s is outside 1s to 1h`},
 	} {
 		_, err := Parse("t", []byte(`{"version": 1, `+tc.in+`}`))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -187,6 +187,10 @@ type Changes struct {
 	// PlanTTL is how long a kept plan stays applicable: "15m" when empty,
 	// from "1m" to "1h".
 	PlanTTL Duration `json:"plan_ttl,omitzero"`
+	// SettleAfter is how long after its intent a write may still be in
+	// flight at PVE: reconciliation takes the absence of its effect as
+	// evidence only after it. "60s" when empty, from "1s" to "1h".
+	SettleAfter Duration `json:"settle_after,omitzero"`
 }
 
 // ProtectedGuests names guests by VMID or by PVE tag.
@@ -204,6 +208,18 @@ func (c *Config) PlanLifetime() time.Duration {
 		return c.Changes.PlanTTL.Std()
 	}
 	return DefaultPlanTTL
+}
+
+// DefaultSettleAfter is how long a write may be in flight at PVE: twice
+// the PVE client's timeout.
+const DefaultSettleAfter = 60 * time.Second
+
+// SettleTime is changes.settle_after, or its default.
+func (c *Config) SettleTime() time.Duration {
+	if d := c.Changes.SettleAfter.Std(); d > 0 {
+		return d
+	}
+	return DefaultSettleAfter
 }
 
 // Log configures logging.
