@@ -137,9 +137,16 @@ type UndoPlan struct {
 	Request *UndoRequest `json:"request,omitempty"`
 	// UndoneBy is the operation that undid it, when undone.
 	UndoneBy string `json:"undone_by,omitempty"`
+	// Attempts counts the undos of it the journal has (whatever their
+	// outcome), so that each new attempt can be named apart.
+	Attempts int `json:"attempts,omitempty"`
 	// Rollback is offered when the operation's change made a snapshot of
 	// the guest before it.
 	Rollback *RollbackOffer `json:"rollback,omitempty"`
+	// Config is the configuration as PVE returned it for this plan (nil
+	// when none was read): an observation the caller may journal, so that
+	// what undo saw is evidence for the next one.
+	Config map[string]any `json:"-"`
 }
 
 // Runnable reports whether the undo can be sent.

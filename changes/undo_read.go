@@ -156,9 +156,10 @@ func (u *Undoer) Preview(ctx context.Context, callID string, assumed ...string) 
 			return nil, fmt.Errorf("changes: read the task index of guest %d on %s: %w", vmid, node, err)
 		}
 	}
+	var conf map[string]any
 	switch {
 	case op.prior != nil && op.landed():
-		if conf, err := u.o.PVE.Config(ctx, in.Path); err != nil {
+		if conf, err = u.o.PVE.Config(ctx, in.Path); err != nil {
 			f.currentErr = err
 		} else if m, ok := u.o.Redact(tmpl, conf).(map[string]any); ok {
 			f.current = m
@@ -172,7 +173,11 @@ func (u *Undoer) Preview(ctx context.Context, callID string, assumed ...string) 
 		base, _ := guestBase(in.Path)
 		f.snapshots, f.snapErr = u.o.PVE.Snapshots(ctx, base)
 	}
-	return analyze(f), nil
+	p := analyze(f)
+	if f.current != nil {
+		p.Config = conf
+	}
+	return p, nil
 }
 
 func (u *Undoer) pathRows(ctx context.Context, path string, after int64) ([]journal.Event, error) {
