@@ -53,6 +53,7 @@ func analyze(f *undoFacts) *UndoPlan {
 		if x.in.UndoOf != op.id || x.id == op.id {
 			continue
 		}
+		p.Attempts++
 		switch {
 		case x.landed():
 			p.Status, p.UndoneBy = UndoDone, x.id
