@@ -82,7 +82,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 // and the extra tools of Options.
 func (s *Server) alwaysVisible(name string) bool {
 	switch name {
-	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal, ToolPlanApply, ToolUndo:
+	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal, ToolPlanApply, ToolUndo, ToolReconcile:
 		return true
 	}
 	return s.extra[name]

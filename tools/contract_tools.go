@@ -29,6 +29,7 @@ func (s *Server) contractTools() []server.ServerTool {
 		{Tool: operationTool(), Handler: s.handleOperation},
 		{Tool: journalTool(), Handler: s.handleJournal},
 		{Tool: planApplyTool(), Handler: s.handlePlanApply},
+		{Tool: reconcileTool(), Handler: s.handleReconcile},
 		{Tool: undoTool(), Handler: s.handleUndo},
 	}
 }

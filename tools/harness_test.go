@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/proxmox-mcp/proxmox-mcp/changes"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
@@ -233,6 +234,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	var auditor Auditor = audit
 	var ledger Ledger
 	var jrnl *journal.Journal
+	var reconciler Reconciler
+	tiers := &simTiers{t: t, sim: s, url: ts.URL + sim.APIPrefix, fp: pve.Fingerprint(ts.Certificate().Raw), clients: map[Tier]*pve.Client{}}
 	if o.journal {
 		j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), journal.Options{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -240,11 +243,21 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		}
 		t.Cleanup(func() { j.Close() })
 		auditor, ledger, jrnl = journalAuditor{j}, j, j
+		reader, err := tiers.Client(TierReadOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := changes.NewReconciler(changes.ReconcilerOptions{Ledger: j, PVE: reader, Schema: staticRegistry{reg},
+			Tokens: []string{"mcp@pve!read-only", "mcp@pve!operator", "mcp@pve!admin", "mcp@pve!root"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reconciler = rc
 	}
 	srv, err := New(Options{
 		Name: "proxmox-mcp", Version: "test", Mode: o.mode,
-		Registry: staticRegistry{reg}, Policy: engine, Audit: auditor, Ledger: ledger, Guard: openGuard{},
-		PVE:      &simTiers{t: t, sim: s, url: ts.URL + sim.APIPrefix, fp: pve.Fingerprint(ts.Certificate().Raw), clients: map[Tier]*pve.Client{}},
+		Registry: staticRegistry{reg}, Policy: engine, Audit: auditor, Ledger: ledger, Reconciler: reconciler, Guard: openGuard{},
+		PVE:      tiers,
 		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra, Protected: o.protected,
 	})
 	if err != nil {

@@ -100,9 +100,12 @@ type Options struct {
 	// Ledger is the journal as the change contract reads it (operations,
 	// evidence, plans); without one, the contract's tools are not served
 	// and operation keys are refused.
-	Ledger   Ledger
-	Guard    Guard
-	Switches Switches
+	Ledger Ledger
+	// Reconciler settles writes whose outcome is not known
+	// (proxmox_reconcile); without one, that tool says it cannot.
+	Reconciler Reconciler
+	Guard      Guard
+	Switches   Switches
 	// Protected are the guests every write to which needs a second
 	// principal's approval (changes.protected_guests).
 	Protected ProtectedGuests
