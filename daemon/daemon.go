@@ -24,6 +24,7 @@ import (
 	"tailscale.com/tsnet"
 
 	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
+	"github.com/proxmox-mcp/proxmox-mcp/changes"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
@@ -64,6 +65,11 @@ type Daemon struct {
 	pve    *tierClients
 	guard  *breakglass.Guard
 	tools  *tools.Server
+	// reconciler settles writes whose outcome is unknown (nil without a
+	// PVE token); recon is its start-up pass, reconWG waits for it.
+	reconciler *changes.Reconciler
+	recon      reconciliation
+	reconWG    sync.WaitGroup
 
 	// The HTTP guards every listener shares.
 	sessions      *transport.Sessions
@@ -150,6 +156,14 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	g := cfg.HTTP.Guards()
+	if d.reconciler, err = d.newReconciler(); err != nil {
+		d.jrnl.Close()
+		return nil, err
+	}
+	var reconciler tools.Reconciler
+	if d.reconciler != nil {
+		reconciler = d.reconciler
+	}
 	d.sessions = transport.NewSessions(transport.SessionLimits{Max: g.MaxSessions, PerKey: g.MaxSessionsPerKey}, nil)
 	d.keyLimiter = transport.NewLimiter(g.RatePerKey, g.BurstPerKey, 0, nil)
 	d.sourceLimiter = transport.NewLimiter(g.RatePerSource, g.BurstPerSource, 0, nil)
@@ -177,6 +191,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	d.tools, err = tools.New(tools.Options{
 		Name: "proxmox-mcp", Version: opts.Version, Mode: mode,
 		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: &auditor{j: d.jrnl, calls: &callLog{log: d.log}}, Ledger: d.jrnl, Guard: d.guard,
+		Reconciler: reconciler,
 		Switches:   switchesOf(cfg),
 		Protected:  protectedOf(cfg),
 		PlanTTL:    cfg.PlanLifetime(),
@@ -199,6 +214,7 @@ func (d *Daemon) Schema() *schema.Source { return d.schema }
 // Run opens the listeners, follows apidoc.js and serves until ctx ends,
 // then drains calls in flight (up to 30 s) and closes everything.
 func (d *Daemon) Run(ctx context.Context) error {
+	started := time.Now() // the intents before it are the last run's
 	if err := d.listen(); err != nil {
 		d.jrnl.Close()
 		return err
@@ -221,6 +237,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	close(d.ready)
 	d.lifecycle().Ready(d.StatusLine())
+	reconCtx, stopRecon := context.WithCancel(ctx)
+	defer stopRecon()
+	d.reconWG.Go(func() { d.reconcileOpen(reconCtx, started) })
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -246,6 +265,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.tailnet.close()
 	}
 	stopWatch()
+	stopRecon()
+	d.reconWG.Wait()
 	d.pve.close()
 	if err := d.jrnl.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("journal: %w", err)

@@ -107,6 +107,9 @@ func (d *Daemon) StatusLine() string {
 	if extra := d.statusExtra(); extra != "" {
 		b.WriteString("; " + extra)
 	}
+	if r := d.recon.String(); r != "" {
+		b.WriteString("; " + r)
+	}
 	if e := d.lastErr.String(); e != "" {
 		b.WriteString("; last error: " + e)
 	}
