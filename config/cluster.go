@@ -1,9 +1,14 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/tailscale/hujson"
 )
 
 // Cluster is cluster mode (docs/cluster.md): the keys and policies of
@@ -87,4 +92,39 @@ func (c Cluster) effective() Cluster {
 	c.PmxcfsDir, c.CacheDir = c.Pmxcfs(), c.Cache()
 	c.PollInterval, c.RescanInterval, c.LockTimeout = Duration(c.Poll()), Duration(c.Rescan()), Duration(c.Lock())
 	return c
+}
+
+// SetClusterEnabled returns the HuJSON text of a configuration file with
+// cluster.enabled set to on, its comments and layout kept; the result is
+// checked as Parse checks a file.
+func SetClusterEnabled(raw []byte, on bool) ([]byte, error) {
+	std, err := hujson.Standardize(bytes.Clone(raw))
+	if err != nil {
+		return nil, fmt.Errorf("config: not valid HuJSON: %w", err)
+	}
+	var probe map[string]jsontext.Value
+	if err := json.Unmarshal(std, &probe); err != nil {
+		return nil, fmt.Errorf("config: %w", describe(err))
+	}
+	op := map[string]any{"op": "add", "path": "/cluster", "value": map[string]bool{"enabled": on}}
+	if _, ok := probe["cluster"]; ok {
+		op = map[string]any{"op": "add", "path": "/cluster/enabled", "value": on}
+	}
+	patch, err := json.Marshal([]any{op})
+	if err != nil {
+		return nil, err
+	}
+	v, err := hujson.Parse(bytes.Clone(raw))
+	if err != nil {
+		return nil, fmt.Errorf("config: not valid HuJSON: %w", err)
+	}
+	if err := v.Patch(patch); err != nil {
+		return nil, fmt.Errorf("config: set cluster.enabled: %w", err)
+	}
+	v.Format()
+	out := v.Pack()
+	if _, err := Parse("the edited configuration", bytes.Clone(out)); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -645,6 +645,9 @@ func (d *Daemon) readiness(ctx context.Context) map[string]string {
 		out["policy"] = "error: " + err.Error()
 	}
 	out["pve"] = d.pve.ping(ctx)
+	if check, ok := d.clusterReadiness(); ok {
+		out["cluster"] = check
+	}
 	if d.tailnet != nil {
 		out["tailnet"] = d.tailnet.readiness()
 	}

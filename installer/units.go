@@ -79,6 +79,14 @@ func applyUnits(ctx context.Context, r *run) error {
 		}
 		r.say("  %s checks the LAN certificate daily", systemd.RenewTimer)
 	}
+	// Cluster mode (`proxmox-mcp cluster enable`) adds the root-run sync
+	// that mirrors the shared keys and policies (docs/cluster.md).
+	if r.plan.existing != nil && r.plan.existing.Cluster.Enabled {
+		if err := r.systemctl(ctx, "enable", "--now", systemd.ClusterUnit); err != nil {
+			return err
+		}
+		r.say("  %s mirrors the cluster's shared keys and policies", systemd.ClusterUnit)
+	}
 	return nil
 }
 

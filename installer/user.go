@@ -23,6 +23,7 @@ func (r *run) rendered() ([]systemd.Unit, error) {
 	return systemd.Render(systemd.UnitOptions{
 		Mode: string(r.plan.mode), Binary: r.binaryPath(), ConfigFile: r.plan.configFile,
 		StateDir: r.plan.stateDir, PKIDir: r.plan.pkiDir, User: ServiceUser, Group: ServiceUser,
+		Cluster: r.plan.existing != nil && r.plan.existing.Cluster.Enabled,
 	})
 }
 

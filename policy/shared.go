@@ -1,11 +1,18 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
 )
@@ -124,4 +131,80 @@ func CheckTree(files map[string][]byte) (map[string][]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// MergeTrees merges two checked copies of a store's files (CheckTree's
+// results): the policies of both, and the drafts of both. A policy both
+// have must have the same versions, the same active version and the same
+// files; otherwise it is a conflict, and every conflict is named in the
+// error. The merged index is written as the Store writes it.
+func MergeTrees(a, b map[string][]byte) (map[string][]byte, error) {
+	ixa, err := treeIndex(a)
+	if err != nil {
+		return nil, err
+	}
+	ixb, err := treeIndex(b)
+	if err != nil {
+		return nil, err
+	}
+	var conflicts []error
+	for id, eb := range ixb.Policies {
+		ea, ok := ixa.Policies[id]
+		if !ok {
+			ixa.Policies[id] = eb
+			continue
+		}
+		if !sameEntry(ea, eb) {
+			conflicts = append(conflicts, fmt.Errorf("policy %s: active version %d of %d here, %d of %d there, with other digests", id, eb.Active, len(eb.Versions), ea.Active, len(ea.Versions)))
+		}
+	}
+	for id, drafts := range ixb.Drafts {
+		for _, d := range drafts {
+			if !slices.ContainsFunc(ixa.Drafts[id], func(x *Draft) bool { return x.Digest == d.Digest }) {
+				ixa.Drafts[id] = append(ixa.Drafts[id], d)
+			}
+		}
+		slices.SortStableFunc(ixa.Drafts[id], func(x, y *Draft) int { return x.Created.Compare(y.Created) })
+	}
+	out := maps.Clone(a)
+	for p, data := range b {
+		if p == indexName {
+			continue
+		}
+		if have, ok := out[p]; ok && !bytes.Equal(have, data) {
+			conflicts = append(conflicts, fmt.Errorf("%s differs", p))
+			continue
+		}
+		out[p] = data
+	}
+	if len(conflicts) > 0 {
+		return nil, fmt.Errorf("policy: the stores conflict: %w", errors.Join(conflicts...))
+	}
+	if len(ixa.Policies) == 0 && len(ixa.Drafts) == 0 {
+		delete(out, indexName)
+		return out, nil
+	}
+	data, err := json.Marshal(ixa, json.Deterministic(true), jsontext.Multiline(true), jsontext.WithIndent("  "))
+	if err != nil {
+		return nil, fmt.Errorf("policy: encode index: %w", err)
+	}
+	out[indexName] = append(data, '\n')
+	return CheckTree(out)
+}
+
+// treeIndex is a checked tree's index (empty when it has none).
+func treeIndex(files map[string][]byte) (*index, error) {
+	data, ok := files[indexName]
+	if !ok {
+		return &index{Version: 1, Policies: map[string]*Entry{}, Drafts: map[string][]*Draft{}}, nil
+	}
+	ix, err := decodeIndex(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %s: %w", indexName, err)
+	}
+	return ix, nil
+}
+
+func sameEntry(a, b *Entry) bool {
+	return a.Active == b.Active && slices.EqualFunc(a.Versions, b.Versions, func(x, y *VersionEntry) bool { return x.Digest == y.Digest })
 }

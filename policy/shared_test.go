@@ -170,3 +170,74 @@ func TestSharedStoreChanges(t *testing.T) {
 		t.Fatalf("the node's own policies/ was written (%v); only the mirror refresh may write it", err)
 	}
 }
+
+// treeOf drafts and activates policies (id → source) in a fresh store and
+// returns its checked tree.
+func treeOf(t *testing.T, active map[string]string, drafts map[string]string) map[string][]byte {
+	t.Helper()
+	state := t.TempDir()
+	s, err := NewStore(state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for id, src := range active {
+		d, err := s.Draft(ctx, id, []byte(src), []byte(allowAllTests))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Activate(ctx, id, d.Digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, src := range drafts {
+		if _, err := s.Draft(ctx, id, []byte(src), []byte(allowAllTests)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := CheckTree(readTree(t, state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// MergeTrees unites two stores' policies and drafts, and refuses a policy
+// the two hold with other versions, naming it.
+func TestMergeTrees(t *testing.T) {
+	here := treeOf(t, map[string]string{"ops": allowAll}, map[string]string{"audit": allowAll + "# audit draft\n"})
+	there := treeOf(t, map[string]string{"audit": allowAll + "# audit\n"}, map[string]string{"ops": allowAll + "# ops v2\n"})
+	merged, err := MergeTrees(here, there)
+	if err != nil {
+		t.Fatalf("MergeTrees of distinct policies: %v", err)
+	}
+	dir := t.TempDir()
+	for p, data := range merged {
+		full := filepath.Join(dir, policiesDir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ID != "audit" || list[0].ActiveVersion != 1 || len(list[0].Drafts) != 1 ||
+		list[1].ID != "ops" || list[1].ActiveVersion != 1 || len(list[1].Drafts) != 1 {
+		t.Fatalf("the merged store lists %+v, want audit and ops active with a draft each", list)
+	}
+	if again, err := MergeTrees(merged, merged); err != nil || len(again) != len(merged) {
+		t.Fatalf("MergeTrees of a tree with itself: %d files, %v; want the same %d", len(again), err, len(merged))
+	}
+	other := treeOf(t, map[string]string{"ops": allowAll + "# another ops\n"}, nil)
+	if _, err := MergeTrees(here, other); err == nil || !strings.Contains(err.Error(), "policy ops:") {
+		t.Fatalf("MergeTrees of two different ops policies: %v, want a conflict naming ops", err)
+	}
+}

@@ -20,6 +20,7 @@ const (
 	ServiceUnit   = "proxmox-mcp.service"
 	RenewService  = "proxmox-mcp-pki-renew.service"
 	RenewTimer    = "proxmox-mcp-pki-renew.timer"
+	ClusterUnit   = "proxmox-mcp-cluster.service"
 	SysusersFile  = "proxmox-mcp.conf"
 	sysusersTmpl  = "proxmox-mcp.sysusers.tmpl"
 	DefaultUser   = "proxmox-mcp"
@@ -44,6 +45,8 @@ type UnitOptions struct {
 	PKIDir string
 	// User and Group run the daemon (DefaultUser).
 	User, Group string
+	// Cluster adds the cluster sync (cluster.enabled; docs/cluster.md).
+	Cluster bool
 }
 
 // LAN reports whether the mode serves a LAN listener.
@@ -119,7 +122,8 @@ type Unit struct {
 }
 
 // Render renders the units of a mode: the service and the sysusers entry
-// always; the certificate renewal service and timer with a LAN listener.
+// always; the certificate renewal service and timer with a LAN listener;
+// the cluster sync in cluster mode.
 func Render(o UnitOptions) ([]Unit, error) {
 	o = o.withDefaults()
 	if err := o.check(); err != nil {
@@ -133,6 +137,9 @@ func Render(o UnitOptions) ([]Unit, error) {
 		files = append(files,
 			struct{ name, tmpl, dir string }{RenewService, "proxmox-mcp-pki-renew.service.tmpl", UnitDir},
 			struct{ name, tmpl, dir string }{RenewTimer, "proxmox-mcp-pki-renew.timer.tmpl", UnitDir})
+	}
+	if o.Cluster {
+		files = append(files, struct{ name, tmpl, dir string }{ClusterUnit, "proxmox-mcp-cluster.service.tmpl", UnitDir})
 	}
 	var out []Unit
 	for _, f := range files {

@@ -41,13 +41,18 @@ func (s stateFlags) resolve() (*config.Config, error) {
 }
 
 // openKeys opens the key store, checking bindings against the built-in
-// profiles and the active custom policies.
-func openKeys(cfg *config.Config) (*keys.Store, error) {
+// profiles and the active custom policies. In cluster mode its changes
+// are made on pmxcfs (clusterShared).
+func (c *cli) openKeys(cfg *config.Config) (*keys.Store, error) {
 	pol, err := policy.NewStore(cfg.StateDir, nil)
 	if err != nil {
 		return nil, err
 	}
-	return keys.Open(cfg.StateDir, keys.Options{CheckBinding: func(b keys.Binding) error {
+	shared, err := c.clusterShared(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return keys.Open(cfg.StateDir, keys.Options{Shared: shared, CheckBinding: func(b keys.Binding) error {
 		if b.Profile != "" {
 			if !policy.IsProfile(b.Profile) {
 				return fmt.Errorf("profile %q does not exist (profiles: %s)", b.Profile, strings.Join(policy.Profiles(), ", "))
@@ -83,7 +88,7 @@ func (c *cli) keyCreate(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openKeys(cfg)
+	store, err := c.openKeys(cfg)
 	if err != nil {
 		return err
 	}
@@ -153,7 +158,7 @@ func (c *cli) keyList(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openKeys(cfg)
+	store, err := c.openKeys(cfg)
 	if err != nil {
 		return err
 	}
@@ -199,7 +204,7 @@ func (c *cli) keyShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openKeys(cfg)
+	store, err := c.openKeys(cfg)
 	if err != nil {
 		return err
 	}
@@ -239,7 +244,7 @@ func (c *cli) keyRotate(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openKeys(cfg)
+	store, err := c.openKeys(cfg)
 	if err != nil {
 		return err
 	}
@@ -268,7 +273,7 @@ func (c *cli) keyRevoke(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openKeys(cfg)
+	store, err := c.openKeys(cfg)
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,7 @@ func commands() map[string]command {
 		pkiCommands(),
 		unitsCommands(),
 		installCommands(),
+		clusterCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd

@@ -38,7 +38,14 @@ func (c *cli) policyStore(st stateFlags) (*policy.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return policy.NewStore(cfg.StateDir, nil)
+	shared, err := c.clusterShared(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if shared == nil {
+		return policy.NewStore(cfg.StateDir, nil)
+	}
+	return policy.NewSharedStore(cfg.StateDir, nil, shared)
 }
 
 // testFileOf returns FILE_test.rego beside FILE.rego.

@@ -25,13 +25,15 @@ func (c *cli) unitsRender(args []string) error {
 	stateDir := fs.String("state-dir", config.DefaultStateDir, "the daemon's state directory")
 	pkiDir := fs.String("pki-dir", config.DefaultPKIDir, "the LAN CA's directory")
 	user := fs.String("user", systemd.DefaultUser, "system user (and group) the daemon runs as")
-	const synopsis = "proxmox-mcp units render DIR [--mode local|lan|tailscale|both] [--binary PATH] [--config FILE] [--state-dir DIR] [--pki-dir DIR] [--user NAME]"
+	clusterSync := fs.Bool("cluster", false, "add the cluster sync's unit (cluster mode, docs/cluster.md)")
+	const synopsis = "proxmox-mcp units render DIR [--mode local|lan|tailscale|both] [--binary PATH] [--config FILE] [--state-dir DIR] [--pki-dir DIR] [--user NAME] [--cluster]"
 	pos, err := parse(fs, args, 1, synopsis)
 	if err != nil {
 		return err
 	}
 	units, err := systemd.Render(systemd.UnitOptions{
 		Mode: *mode, Binary: *bin, ConfigFile: *cfgFile, StateDir: *stateDir, PKIDir: *pkiDir, User: *user, Group: *user,
+		Cluster: *clusterSync,
 	})
 	if err != nil {
 		return err
