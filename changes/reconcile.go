@@ -188,8 +188,21 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 	if op.Receipt != nil {
 		v.UPID = op.Receipt.UPID
 	}
+	now := r.o.Now()
 	if res, d, ok := op.Resolution(); ok && d.State != journal.StateUnknown && !req.Again {
 		v.Reason = fmt.Sprintf("settled by resolution #%d of %s (%s): %s", res.ID, or(res.Principal.KeyName, res.Principal.KeyID), d.State, d.Reason)
+		if op.Receipt == nil && (req.Close || now.Sub(op.Intent.Time) >= r.o.SettleAfter) {
+			// Settled (by a person) while its intent was open: the intent
+			// is closed as what the daemon knew, the verdict stands.
+			ev, err := r.o.Ledger.Receipt(ctx, op.ID(), journal.Result{Outcome: journal.OutcomeUncertain,
+				Error: "the daemon stopped before PVE's answer was recorded; " + v.Reason, Detail: &journal.Detail{Reason: v.Reason}})
+			if err != nil && !errors.Is(err, journal.ErrReceiptExists) {
+				return v, fmt.Errorf("receipt: %w", err)
+			}
+			if err == nil {
+				v.Rows, v.Closed = append(v.Rows, ev.ID), journal.OutcomeUncertain
+			}
+		}
 		return v, nil
 	}
 	if op.Receipt != nil {
@@ -202,7 +215,6 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 			}
 		}
 	}
-	now := r.o.Now()
 	if op.Receipt == nil && !req.Close {
 		if age := now.Sub(op.Intent.Time); age < r.o.SettleAfter {
 			v.Reason = fmt.Sprintf("the write may still be in flight (its intent is %s old; it is judged from %s on)",

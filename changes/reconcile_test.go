@@ -551,6 +551,26 @@ func TestReconcileOpen(t *testing.T) {
 	}
 }
 
+// An open intent a person settled is closed by the next pass as it was
+// settled: a receipt, no new verdict.
+func TestReconcileClosesAPersonsVerdict(t *testing.T) {
+	e := newRCEnv(t)
+	id, _ := e.intend(rcStart101)
+	if _, err := e.j.Resolve(context.Background(), journal.Resolution{CallID: id, State: journal.StateNotApplied,
+		By: journal.Principal{KeyID: "local-root", KeyName: "root", Transport: "stdio"}, Tool: "audit resolve", Reason: "checked by hand",
+		Evidence: []journal.Evidence{{Kind: EvidencePerson, Says: "checked by hand"}}}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.rc.ReconcileOpen(context.Background(), time.Time{}, Request{Close: true}, nil)
+	if err != nil || sum.Open != 1 || sum.NotApplied != 1 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	op := e.op(id)
+	if op.Receipt == nil || op.Receipt.Outcome != journal.OutcomeUncertain || len(op.Resolutions) != 1 || op.State() != journal.StateNotApplied {
+		t.Errorf("receipt %+v, resolutions %d, state %s", op.Receipt, len(op.Resolutions), op.State())
+	}
+}
+
 // An id that is not an operation is refused, saying so.
 func TestReconcileNotAnOperation(t *testing.T) {
 	e := newRCEnv(t)
