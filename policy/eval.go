@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -62,7 +63,39 @@ func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration)
 		return denyf(c.Name, c.Digest, "policy %s gave an invalid decision: %v", c.Name, err)
 	}
 	d.Policy, d.Digest = c.Name, c.Digest
-	return applyGuard(d, in)
+	return applyGuard(applyHostReach(d, in), in)
+}
+
+// applyHostReach enforces, over any policy, that a call which reaches the
+// host from a guest (in.ReachesHost) runs only when a policy allows it
+// explicitly and the caller then confirms it: an allow becomes a
+// confirmation by the caller. Any other decision stands; its reasons name
+// the items, with this reason added when the policy's do not.
+func applyHostReach(d Decision, in *Input) Decision {
+	if len(in.ReachesHost) == 0 {
+		return d
+	}
+	items := reachText(in.ReachesHost)
+	named := slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.Contains(r, items) })
+	var reason string
+	switch {
+	case d.Effect == Allow && named:
+		reason = fmt.Sprintf("policy %s allows this call, which reaches the host from a guest: it runs only once confirmed", d.Policy)
+	case d.Effect == Allow:
+		reason = fmt.Sprintf("the call reaches the host from a guest (%s): policy %s allows it, and such a call runs only once confirmed", items, d.Policy)
+	case named:
+		return d
+	case d.Effect == Deny:
+		reason = fmt.Sprintf("the call reaches the host from a guest (%s); a policy must allow this explicitly", items)
+	default:
+		reason = fmt.Sprintf("the call reaches the host from a guest (%s)", items)
+	}
+	d.Reasons = append(slices.Clone(d.Reasons), reason)
+	if d.Effect == Allow {
+		d.Effect = Confirm
+		d.Obligations = append(slices.Clone(d.Obligations), Obligation{Type: "confirm", Approver: "self"})
+	}
+	return d
 }
 
 // applyGuard enforces the protected-repository guard over any policy: a

@@ -135,6 +135,7 @@ func TestGoldenDecisions(t *testing.T) {
 		fmt.Fprintf(&b, " %s %v;", prof, counts[prof])
 	}
 	b.WriteString("\n")
+	b.WriteString(hostReachGolden(t, reg, compiled))
 	got := strings.ReplaceAll(b.String(), " \n", "\n")
 	for strings.Contains(got, " \n") {
 		got = strings.ReplaceAll(got, " \n", "\n")

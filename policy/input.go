@@ -28,6 +28,11 @@ type Input struct {
 	Targets      Targets
 	Guard        Guard
 	Time         time.Time
+
+	// ReachesHost lists how the call reaches the host from a guest
+	// (ReachesHost); the engine confirms such a call even when a policy
+	// allows it.
+	ReachesHost []HostReach
 }
 
 // Principal is who makes the call.
@@ -167,6 +172,7 @@ func BuildInput(ep *schema.Endpoint, concrete string, vars map[string]string, va
 		Risk:         ep.CallRisk(values),
 		Endpoint:     FactsOf(ep),
 		Targets:      TargetsOf(ep, vars, values),
+		ReachesHost:  ReachesHost(ep, vars, values),
 		Guard:        guard,
 		Time:         now,
 	}
@@ -424,6 +430,7 @@ func (in *Input) Value() (ast.Value, error) {
 		strItem("risk", in.Risk.String()),
 		item("endpoint", endpoint),
 		item("targets", targets),
+		ast.Item(ast.InternedTerm("reaches_host"), reachValue(in.ReachesHost, empty)),
 		item("guard", guard),
 		item("time", timeValue(in.Time)),
 	), nil
@@ -451,6 +458,7 @@ func inputKeys() []string {
 		"tool", "method", "path", "concrete_path", "params", "risk", "endpoint", "expose_credentials", "download",
 		"returns_secrets", "reaches_outside", "config_edit",
 		"targets", "nodes", "vmids", "storages", "pools", "paths", "services", "commands",
+		"reaches_host", "detail",
 		"guard", "evaluated", "hits", "kind", "value", "param",
 		"time", "rfc3339", "unix", "weekday", "hour", "minute", "zone", "utc_offset_seconds",
 		"read", "write", "destructive", "GET", "POST", "PUT", "DELETE", "loopback", "stdio", "lan",

@@ -1,7 +1,8 @@
 # admin: every API call, except host shells and root-only escapes (host
 # consoles, /nodes/{node}/execute, the QEMU monitor, host scripts and host
-# paths), and without break-glass: a call the protected-repository guard
-# flags is denied.
+# paths), settings by which a guest reaches the host (lib.reaches_host),
+# and without break-glass: a call the protected-repository guard flags is
+# denied.
 #
 # Decisions are literal objects and the rules are mutually exclusive
 # (instead of an else chain): evaluation stays cheap, and tool visibility,
@@ -23,6 +24,12 @@ decision := lib.deny(concat("", [lib.guard_reason, "; admin keys cannot request 
 	lib.guard_hit
 }
 
+decision := lib.deny(concat("", ["admin keys may not let a guest reach the host: ", lib.reaches_host_reason])) if {
+	not lib.is_host_root
+	not lib.guard_hit
+	lib.reaches_host
+}
+
 decision := {
 	"effect": "deny",
 	"reasons": ["admin keys may not make the host run scripts or write host paths (hookscript, script, dumpdir, tmpdir)"],
@@ -30,11 +37,13 @@ decision := {
 } if {
 	not lib.is_host_root
 	not lib.guard_hit
+	not lib.reaches_host
 	lib.sets_host_path
 }
 
 decision := {"effect": "allow", "reasons": ["admin keys may make any API call"], "obligations": []} if {
 	not lib.is_host_root
 	not lib.guard_hit
+	not lib.reaches_host
 	not lib.sets_host_path
 }

@@ -30,6 +30,65 @@ test_hookscript_is_denied if {
 	admin.decision.effect == "deny" with input as req
 }
 
+# One item of each kind, as the daemon builds them (policy/hostreach.go).
+reach_items := [
+	{"param": "hookscript", "kind": "hookscript", "value": "local:snippets/h.sh", "detail": "runs the host script local:snippets/h.sh as root at each step of guest 100's life"},
+	{"param": "args", "kind": "qemu_args", "value": "-foo", "detail": "passes raw arguments to the host's QEMU process: -foo"},
+	{"param": "hostpci0", "kind": "pci_passthrough", "value": "0000:01:00.0", "detail": "passes the host's PCI device 0000:01:00.0 to the guest"},
+	{"param": "usb0", "kind": "usb_host", "value": "host=1234:5678", "detail": "passes the host's USB device 1234:5678 to the guest"},
+	{"param": "serial0", "kind": "serial_host", "value": "/dev/ttyS0", "detail": "passes the host's serial device /dev/ttyS0 to the guest"},
+	{"param": "parallel0", "kind": "parallel_host", "value": "/dev/parport0", "detail": "passes the host's parallel device /dev/parport0 to the guest"},
+	{"param": "scsi1", "kind": "host_disk", "value": "/dev/sda", "detail": "gives the guest the host's device or file /dev/sda as a disk"},
+	{"param": "mp0", "kind": "bind_mount", "value": "/srv,mp=/mnt", "detail": "bind-mounts the host directory /srv into the container"},
+	{"param": "dev0", "kind": "device_passthrough", "value": "/dev/ttyUSB0", "detail": "passes the host device /dev/ttyUSB0 into the container"},
+	{"param": "lxc.apparmor.profile", "kind": "raw_lxc", "value": "unconfined", "detail": "sets a raw LXC key, which PVE does not check"},
+	{"param": "unprivileged", "kind": "privileged", "value": "0", "detail": "makes guest 200 a privileged container (its root is the host's root)"},
+	{"param": "features", "kind": "container_features", "value": "keyctl=1", "detail": "turns on keyctl, which widens the container's reach into the host's kernel"},
+	{"param": "map", "kind": "host_mapping", "value": "node=pve1,path=/srv", "detail": "maps the host directory node=pve1,path=/srv for every guest given the mapping"},
+	{"param": "force", "kind": "overwrite_vmid", "value": "1", "detail": "lets the call overwrite the existing guest 100"},
+	{"param": "protection", "kind": "protection_off", "value": "0", "detail": "turns PVE's protection of guest 100 off"},
+]
+
+test_reaching_the_host_is_denied_naming_each_item if {
+	every r in reach_items {
+		req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write"), {"params": {r.param: r.value}, "reaches_host": [r]})
+		d := admin.decision with input as req
+		d.effect == "deny"
+		d.reasons == [concat("", ["admin keys may not let a guest reach the host: the call reaches the host from a guest (", r.param, " ", r.detail, " (", r.kind, ")); a policy must allow this explicitly"])]
+	}
+}
+
+test_every_item_is_named if {
+	req := object.union(call("POST", "/nodes/{node}/qemu", "destructive"), {"reaches_host": [reach_items[1], reach_items[3]]})
+	d := admin.decision with input as req
+	d.effect == "deny"
+	contains(d.reasons[0], "args passes raw arguments to the host's QEMU process: -foo (qemu_args); usb0 passes the host's USB device 1234:5678 to the guest (usb_host)")
+}
+
+test_no_items_is_allowed if {
+	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write"), {"params": {"usb0": "mapping=foo"}, "reaches_host": []})
+	admin.decision.effect == "allow" with input as req
+}
+
+test_backup_host_paths_stay_denied if {
+	every p in ["script", "dumpdir", "tmpdir"] {
+		req := object.union(call("POST", "/nodes/{node}/vzdump", "write"), {"params": {p: "/root/x"}, "reaches_host": []})
+		d := admin.decision with input as req
+		d.effect == "deny"
+		contains(d.reasons[0], "host paths")
+	}
+}
+
+test_guard_comes_before_host_reach if {
+	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write"), {
+		"reaches_host": [reach_items[6]],
+		"guard": {"evaluated": true, "hits": [{"kind": "device", "value": "/dev/sda", "param": "scsi1"}]},
+	})
+	d := admin.decision with input as req
+	d.effect == "deny"
+	contains(d.reasons[0], "cannot request break-glass")
+}
+
 test_no_breakglass if {
 	req := object.union(call("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", "destructive"), {"guard": {"evaluated": true, "hits": [{"kind": "volume", "value": "local-lvm:model-repo", "param": "volume"}]}})
 	d := admin.decision with input as req

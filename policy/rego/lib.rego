@@ -51,6 +51,7 @@ is_host_root if {
 
 # The call makes the host run a script or write a host path as root: a
 # guest hook script, vzdump's hook script, dump or temporary directory.
+# (A guest's hookscript is an item of reaches_host too.)
 sets_host_path if input.params.hookscript != null
 
 sets_host_path if input.params.script != null
@@ -58,6 +59,28 @@ sets_host_path if input.params.script != null
 sets_host_path if input.params.dumpdir != null
 
 sets_host_path if input.params.tmpdir != null
+
+# The call reaches the host from a guest: input.reaches_host lists each
+# way, as {param, kind, value, detail} (docs/policy.md lists the kinds:
+# hookscript, qemu_args, pci_passthrough, usb_host, serial_host,
+# parallel_host, host_disk, bind_mount, device_passthrough, raw_lxc,
+# privileged, container_features, host_mapping, overwrite_vmid,
+# protection_off). The built-in profiles refuse such a call unless they are
+# root; a custom policy allows one explicitly by checking every item, and
+# the engine then asks the caller to confirm it.
+reaches_host if input.reaches_host[0]
+
+# The call reaches the host in a way of this kind.
+reaches_host_kind(kind) if input.reaches_host[_].kind == kind
+
+# The items as reasons name them (the engine writes the same text).
+reaches_host_items := concat("; ", [sprintf("%s %s (%s)", [r.param, r.detail, r.kind]) | some r in input.reaches_host])
+
+reaches_host_reason := concat("", [
+	"the call reaches the host from a guest (",
+	reaches_host_items,
+	"); a policy must allow this explicitly",
+])
 
 # The protected-repository guard found this call touching the repository
 # and the call is not a read.

@@ -53,3 +53,14 @@ test_guard_hit_denies_power_actions if {
 	d.effect == "deny"
 	contains(d.reasons[0], "/dev/pve/model-repo")
 }
+
+# A call by which a guest reaches the host is denied, whether it is a
+# config edit or arrives on a guest operation's endpoint.
+bind_mount := {"param": "mp0", "kind": "bind_mount", "value": "/srv,mp=/mnt", "detail": "bind-mounts the host directory /srv into the container"}
+
+test_reaching_the_host_is_denied if {
+	req := object.union(call("PUT", "/nodes/{node}/lxc/{vmid}/config", "write"), {"params": {"mp0": "/srv,mp=/mnt"}, "reaches_host": [bind_mount]})
+	operator.decision.effect == "deny" with input as req
+	create := object.union(call("POST", "/nodes/{node}/qemu", "destructive"), {"params": {"force": true}, "reaches_host": [{"param": "force", "kind": "overwrite_vmid", "value": "1", "detail": "lets the call overwrite the existing guest 100"}]})
+	operator.decision.effect == "deny" with input as create
+}

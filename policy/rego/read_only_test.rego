@@ -48,3 +48,13 @@ test_expose_credentials_is_denied if {
 test_a_risk_read_claim_on_a_ticket_endpoint_is_denied if {
 	read_only.decision.effect == "deny" with input as secret_call("POST", "/access/ticket", "read")
 }
+
+# A call by which a guest reaches the host (input.reaches_host, filled by
+# the daemon from the call's validated values) is denied; the engine adds
+# a reason naming the items (policy/eval.go).
+usb_host := {"param": "usb0", "kind": "usb_host", "value": "host=1234:5678", "detail": "passes the host's USB device 1234:5678 to the guest"}
+
+test_reaching_the_host_is_denied if {
+	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write"), {"params": {"usb0": "host=1234:5678"}, "reaches_host": [usb_host]})
+	read_only.decision.effect == "deny" with input as req
+}

@@ -24,3 +24,21 @@ test_guard_lets_reads_through if {
 	hits := [{"kind": "path", "value": "/mnt/model-repo", "param": "path"}]
 	root.decision.effect == "allow" with input as call("GET", "/nodes/{node}/storage/{storage}/content", "read", hits)
 }
+
+usb_host := {"param": "usb0", "kind": "usb_host", "value": "host=1234:5678", "detail": "passes the host's USB device 1234:5678 to the guest"}
+
+force := {"param": "force", "kind": "overwrite_vmid", "value": "1", "detail": "lets the call overwrite the existing guest 100"}
+
+test_reaching_the_host_needs_confirmation if {
+	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write", []), {"reaches_host": [usb_host, force]})
+	d := root.decision with input as req
+	d.effect == "confirm"
+	d.obligations == [{"type": "confirm", "approver": "self"}]
+	d.reasons == ["root keys confirm each call by which a guest reaches the host: usb0 passes the host's USB device 1234:5678 to the guest (usb_host); force lets the call overwrite the existing guest 100 (overwrite_vmid)"]
+}
+
+test_guard_needs_breakglass_even_when_reaching_the_host if {
+	hits := [{"kind": "device", "value": "/dev/pve/model-repo", "param": "usb0"}]
+	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write", hits), {"reaches_host": [usb_host]})
+	root.decision.effect == "breakglass" with input as req
+}
