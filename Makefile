@@ -40,7 +40,7 @@ bench:
 	$(GO) run $(BENCHSTAT) bench.out
 
 # A short fuzz run of every parser (package:target).
-FUZZ_TARGETS := ./schema:FuzzParse ./schema:FuzzPropertyString ./schema:FuzzMatch ./schema:FuzzParseVolumeID ./pve:FuzzParseUPID \
+FUZZ_TARGETS := ./schema:FuzzParse ./schema:FuzzPropertyString ./schema:FuzzMatch ./schema:FuzzECMAPattern ./schema:FuzzParseVolumeID ./pve:FuzzParseUPID \
 	./keys:FuzzParseToken ./config:FuzzParse ./journal:FuzzRedactText ./journal:FuzzFitText ./plan:FuzzPlanCanonical
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -113,8 +113,8 @@ func paramSchema(p *Param) map[string]any {
 		if p.MinLength != nil {
 			s["minLength"] = *p.MinLength
 		}
-		if p.re != nil && portablePattern(p.Pattern) {
-			s["pattern"] = "^(?:" + perlToRE2(p.Pattern) + ")$"
+		if pat, ok := p.jsonPattern(); ok {
+			s["pattern"] = pat
 		}
 	}
 	if d, ok := typedDefault(p); ok {
@@ -252,9 +252,13 @@ func typedDefault(p *Param) (any, bool) {
 	return nil, false
 }
 
-// portablePattern reports whether a PVE pattern, once translated, reads
-// the same in ECMAScript: no inline flag groups, no NUL escapes.
-func portablePattern(perl string) bool {
-	re2 := perlToRE2(perl)
-	return !strings.Contains(strings.ReplaceAll(re2, "(?:", ""), "(?") && !strings.Contains(re2, `\x00`)
+// jsonPattern is the parameter's pattern for a JSON Schema: the RE2
+// translation the daemon checks with, anchored as PVE anchors it, printed
+// in ECMA-262 syntax (see ecmaPattern). It is false when there is no
+// pattern, when RE2 cannot express it, or when ECMA-262 cannot.
+func (p *Param) jsonPattern() (string, bool) {
+	if p.re == nil {
+		return "", false
+	}
+	return ecmaPattern(p.re.String())
 }
