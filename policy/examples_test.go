@@ -43,7 +43,7 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
-	if n != 5 {
-		t.Errorf("%d examples, want the 5 of docs/policy.md", n)
+	if n != 6 {
+		t.Errorf("%d examples, want the 6 of docs/policy.md", n)
 	}
 }

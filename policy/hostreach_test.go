@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -439,4 +440,55 @@ func hostReachGolden(t *testing.T, reg *schema.Registry, compiled map[string]*Co
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// The example that allows one USB device for one guest, on inputs built
+// from real calls: the allowed call needs the caller's confirmation (the
+// engine's), every other host reach is admin's deny.
+func TestExampleUSBPassthrough(t *testing.T) {
+	ctx := context.Background()
+	reg := fixtureRegistry(t, pve91)
+	src, err := os.ReadFile("examples/usb-passthrough.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := CompileCustom(ctx, "usb-passthrough@v1", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tier != Admin {
+		t.Errorf("tier %s, want admin", c.Tier)
+	}
+	tests := []struct {
+		method, path string
+		args         map[string]any
+		want         Effect
+	}{
+		{"PUT", "/nodes/pve1/qemu/150/config", map[string]any{"usb0": "host=1234:5678"}, Confirm},
+		{"POST", "/nodes/pve1/qemu/150/config", map[string]any{"usb1": "0x1234:0x5678,usb3=1"}, Confirm},
+		{"PUT", "/nodes/pve1/qemu/150/config", map[string]any{"usb0": "host=1234:5678", "args": "-foo"}, Deny},
+		{"PUT", "/nodes/pve1/qemu/150/config", map[string]any{"usb0": "host=1234:5678", "scsi1": "local-lvm:vm-900-disk-0"}, Deny},
+		{"PUT", "/nodes/pve1/qemu/151/config", map[string]any{"usb0": "host=1234:5678"}, Deny},
+		{"PUT", "/nodes/pve1/qemu/150/config", map[string]any{"usb0": "host=1-2"}, Deny},
+		{"PUT", "/nodes/pve1/qemu/150/config", map[string]any{"usb0": "mapping=foo"}, Allow},
+		{"PUT", "/nodes/pve1/qemu/150/config", map[string]any{"memory": "4096"}, Allow},
+	}
+	for _, tt := range tests {
+		ep, vars, err := reg.Match(tt.method, tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := map[string]any{"node": vars["node"], "vmid": vars["vmid"]}
+		for k, v := range tt.args {
+			all[k] = v
+		}
+		checked, err := ep.Check(all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := BuildInput(ep, tt.path, vars, checked.Values, Principal{KeyID: "k", Policy: "usb-passthrough", Transport: "loopback"}, Guard{Evaluated: true}, time.Unix(0, 0))
+		if d := c.Decide(ctx, &in, 0); d.Effect != tt.want {
+			t.Errorf("%s %s %v: %+v, want %s", tt.method, tt.path, tt.args, d, tt.want)
+		}
+	}
 }
