@@ -24,7 +24,8 @@ func (c *cli) sim(args []string) error {
 	taskDuration := fs.Float64("task-duration", 1, "scale of task durations (0.1 makes tasks ten times faster)")
 	coverage := fs.Bool("coverage", false, "print how many endpoints have handlers, then exit")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if _, err := parse(fs, args, 0, "proxmox-mcp sim [--listen ADDR] [--apidoc FILE] [--seed N] [--coverage] [--json]"); err != nil {
+	nodeDir := fs.String("node-dir", "", "answer as the pveproxy of a node whose /etc/pve is this directory: its certificate, and the users, tokens and ACLs of its user.cfg and priv/token.cfg")
+	if _, err := parse(fs, args, 0, "proxmox-mcp sim [--listen ADDR] [--apidoc FILE] [--node-dir DIR] [--seed N] [--coverage] [--json]"); err != nil {
 		return err
 	}
 	if *taskDuration <= 0 {
@@ -59,8 +60,17 @@ func (c *cli) sim(args []string) error {
 		}
 		return nil
 	}
-	srv, err := sim.Listen(s, *listen)
-	if err != nil {
+	var srv *sim.Server
+	if *nodeDir != "" {
+		n, err := sim.OpenNodeDir(s, *nodeDir)
+		if err != nil {
+			return fmt.Errorf("--node-dir: %w", err)
+		}
+		srv, err = sim.ListenNode(n, *listen)
+		if err != nil {
+			return fmt.Errorf("--node-dir: %w", err)
+		}
+	} else if srv, err = sim.Listen(s, *listen); err != nil {
 		return err
 	}
 	if *asJSON {
