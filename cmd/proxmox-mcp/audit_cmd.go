@@ -21,6 +21,9 @@ func auditCommands() map[string]command {
 		"audit intents": {"list writes whose intent has no receipt (what reconciliation resolves)", (*cli).auditIntents},
 		"audit export":  {"export the audit journal as JSON lines to a new file, with a .sha256 sidecar", (*cli).auditExport},
 		"audit backup":  {"copy the audit journal to a new SQLite file, verified, with a .sha256 sidecar", (*cli).auditBackup},
+		"audit show":    {"show one operation: its request, receipt, evidence and resolutions", (*cli).auditShow},
+		"audit resolve": {"settle an operation whose outcome is unknown, as applied or not-applied, with a reason (journaled)", (*cli).auditResolve},
+		"audit bundle":  {"write one operation's rows, evidence and receipts to a new file, with a .sha256 sidecar", (*cli).auditBundle},
 	}
 }
 
@@ -38,21 +41,30 @@ func addJournalFlags(fs *flag.FlagSet) journalFlags {
 	}
 }
 
-// open opens the journal read-only: the CLI never writes to it, and never
-// creates it.
+// open opens the journal read-only: the CLI never creates it, and writes
+// to it only to settle an operation (audit resolve).
 func (f journalFlags) open(ctx context.Context) (*journal.Journal, error) {
+	path, err := f.path()
+	if err != nil {
+		return nil, err
+	}
+	return journal.Open(ctx, path, journal.Options{ReadOnly: true})
+}
+
+// path is the journal's file: --journal, or the state directory's.
+func (f journalFlags) path() (string, error) {
 	path := *f.file
 	if path != "" && (*f.st.stateDir != "" || *f.st.config != "") {
-		return nil, usagef("give --journal, or --config/--state-dir, not both")
+		return "", usagef("give --journal, or --config/--state-dir, not both")
 	}
 	if path == "" {
 		cfg, err := f.st.resolve()
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		path = cfg.JournalPath()
 	}
-	return journal.Open(ctx, path, journal.Options{ReadOnly: true})
+	return path, nil
 }
 
 const maxTail = 10000
