@@ -390,7 +390,7 @@ func configSeen(r *journal.Event, ops map[string]*opRows) (map[string]any, strin
 func undoOfOp(ops map[string]*opRows, x *opRows) *opRows {
 	xf, _ := fieldsOf(x)
 	for _, u := range sortedOps(ops) {
-		if u.in.UndoOf != x.id || !u.landed() || u.receipt == nil || u.out.Changes == nil {
+		if u.in.UndoOf != x.id || !u.landed() || u.receipt == nil || u.out.Changes == nil && u.out.Config == nil {
 			continue
 		}
 		whole := true
@@ -417,7 +417,9 @@ func touchedBy(x *opRows) (fields map[string]bool, all, sure bool) {
 	for k := range x.out.Changes {
 		fields[k] = true
 	}
-	sure = x.landed() && x.receipt != nil && x.out.Changes != nil && x.receipt.UPID == ""
+	// An empty set of changes is not stored: a receipt with the
+	// configuration after the write and no changes changed nothing.
+	sure = x.landed() && x.receipt != nil && (x.out.Changes != nil || x.out.Config != nil) && x.receipt.UPID == ""
 	if !sure {
 		if x.args == nil {
 			return fields, true, false

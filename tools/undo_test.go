@@ -43,7 +43,7 @@ const vm100 = "/nodes/pve1/qemu/100/config"
 // operation, conditional on the digest, journalled as undoing the edit),
 // and undoing it again returns the recorded undo and sends nothing.
 func TestUndoRestoresAnEdit(t *testing.T) {
-	h := newHarness(t, harnessOpts{journal: true})
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
 	c, ctx := h.as("admin")
 	before := configOf(t, c, ctx, vm100)
 	res, edit := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": vm100,
@@ -102,7 +102,7 @@ func TestUndoRestoresAnEdit(t *testing.T) {
 // A field someone changed since is a conflict with its evidence; the undo
 // is refused whole, sends nothing, and the refusal is journalled.
 func TestUndoRefusesAConflict(t *testing.T) {
-	h := newHarness(t, harnessOpts{journal: true})
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
 	c, ctx := h.as("admin")
 	res, edit := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": vm100, "params": map[string]any{"memory": 3072, "cores": 3}})
 	if res.IsError {
@@ -152,7 +152,7 @@ func TestUndoRefusesAConflict(t *testing.T) {
 
 // Undo is for the key that made the operation: another key finds none.
 func TestUndoOfAnotherKeysOperation(t *testing.T) {
-	h := newHarness(t, harnessOpts{journal: true})
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
 	c, ctx := h.as("admin")
 	res, edit := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": vm100, "params": map[string]any{"memory": 3072}})
 	if res.IsError {
@@ -181,7 +181,7 @@ func TestUndoOfAnotherKeysOperation(t *testing.T) {
 // first: the field goes back through both edits, the snapshot it made is
 // deleted, and a second call finds nothing left to do.
 func TestUndoChangeInReverse(t *testing.T) {
-	h := newHarness(t, harnessOpts{journal: true})
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
 	c, ctx := h.as("admin")
 	before := configOf(t, c, ctx, vm100)
 	for _, step := range []map[string]any{
@@ -226,7 +226,7 @@ func TestUndoChangeInReverse(t *testing.T) {
 // A change whose newest edit conflicts stops there: nothing of it is
 // undone, the answer says where and why; a conflict stays a conflict.
 func TestUndoChangeStopsAtAConflict(t *testing.T) {
-	h := newHarness(t, harnessOpts{journal: true})
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
 	c, ctx := h.as("admin")
 	for _, p := range []map[string]any{{"cores": 3}, {"memory": 3072}} {
 		if res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": vm100, "params": p, "change": "tune"}); res.IsError {
@@ -264,7 +264,7 @@ func TestUndoChangeStopsAtAConflict(t *testing.T) {
 // stopped on the next call: nothing is undone twice, and the token of a
 // confirmation goes to the operation that asked for it.
 func TestUndoChangeResumes(t *testing.T) {
-	h := newHarness(t, harnessOpts{journal: true})
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
 	c, ctx := h.as("admin")
 	approver, actx := h.as("root")
 	before := configOf(t, c, ctx, vm100)
@@ -303,7 +303,7 @@ func TestUndoChangeResumes(t *testing.T) {
 
 // Writes that have no inverse say so at preview and are never sent.
 func TestUndoNotInvertible(t *testing.T) {
-	h := newHarness(t, harnessOpts{journal: true})
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
 	c, ctx := h.as("admin")
 	res, out := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start", "wait": 30})
 	if res.IsError {
@@ -314,5 +314,63 @@ func TestUndoNotInvertible(t *testing.T) {
 	res, view := call(t, c, ctx, ToolUndo, map[string]any{"operation": id, "preview": false})
 	if !res.IsError || view["status"] != "not_invertible" || !strings.Contains(fmt.Sprint(view["reason"]), "power action") || h.sim.Writes() != writes {
 		t.Errorf("undo of a start: %s", text(res))
+	}
+}
+
+// A→B→C→B, end to end: the agent sets memory to B, another party sets C
+// and then B again outside the daemon. Whether undo may restore A depends
+// on whether anything saw C: a read through the daemon, or a task in
+// PVE's task index. When nothing did, PVE keeps no history that could
+// tell, and undo restores (docs/changes.md says so).
+func TestUndoABCB(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		seeC   func(t *testing.T, h *harness, c *client.Client, ctx context.Context, root *pve.Client)
+		status string
+		cites  string
+	}{
+		{"a read saw C", func(t *testing.T, h *harness, c *client.Client, ctx context.Context, root *pve.Client) {
+			if _, err := root.Do(context.Background(), "PUT", vm100, url.Values{"memory": {"5120"}}); err != nil {
+				t.Fatal(err)
+			}
+			configOf(t, c, ctx, vm100)
+		}, "conflict", `saw memory = \"5120`},
+		{"the task index saw C", func(t *testing.T, h *harness, c *client.Client, ctx context.Context, root *pve.Client) {
+			res, err := root.Do(context.Background(), "POST", vm100, url.Values{"memory": {"5120"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var upid string
+			if err := res.Decode(&upid); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := root.WaitTask(context.Background(), upid, pve.WaitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, "conflict", "task qmconfig"},
+		{"nothing saw C", func(t *testing.T, h *harness, c *client.Client, ctx context.Context, root *pve.Client) {
+			if _, err := root.Do(context.Background(), "PUT", vm100, url.Values{"memory": {"5120"}}); err != nil {
+				t.Fatal(err)
+			}
+		}, "ready", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
+			c, ctx := h.as("admin")
+			res, edit := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": vm100, "params": map[string]any{"memory": 3072}})
+			if res.IsError {
+				t.Fatal(text(res))
+			}
+			id := edit["evidence"].(map[string]any)["operation"].(string)
+			root := otherParty(t, h)
+			tc.seeC(t, h, c, ctx, root)
+			if _, err := root.Do(context.Background(), "PUT", vm100, url.Values{"memory": {"3072"}}); err != nil {
+				t.Fatal(err)
+			}
+			res, view := call(t, c, ctx, ToolUndo, map[string]any{"operation": id})
+			if res.IsError || view["status"] != tc.status || !strings.Contains(text(res), tc.cites) {
+				t.Errorf("undo after A→B→C→B: %s", text(res))
+			}
+		})
 	}
 }
