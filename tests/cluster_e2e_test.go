@@ -157,7 +157,9 @@ func (b *bed) node(name string, idx int) *bedNode {
 			t.Error(err)
 		}
 	})
-	in := func(args ...string) []string { return append([]string{"nsenter", "--net=/run/netns/" + n.ns, "--"}, args...) }
+	in := func(args ...string) []string {
+		return append([]string{"nsenter", "--net=/run/netns/" + n.ns, "--"}, args...)
+	}
 	for _, cmd := range [][]string{
 		{"ip", "link", "add", host, "type", "veth", "peer", "name", peer},
 		{"ip", "link", "set", peer, "netns", n.ns},
