@@ -111,19 +111,28 @@ const (
 )
 
 func classify(ep *schema.Endpoint) guestEndpoint {
-	switch ep.Key() {
-	case "POST /nodes/{node}/qemu":
-		return qemuCreate
-	case "PUT /nodes/{node}/qemu/{vmid}/config", "POST /nodes/{node}/qemu/{vmid}/config":
-		return qemuConfig
-	case "POST /nodes/{node}/lxc":
-		return lxcCreate
-	case "PUT /nodes/{node}/lxc/{vmid}/config":
-		return lxcConfig
-	case "POST /cluster/mapping/pci", "PUT /cluster/mapping/pci/{id}",
-		"POST /cluster/mapping/usb", "PUT /cluster/mapping/usb/{id}",
-		"POST /cluster/mapping/dir", "PUT /cluster/mapping/dir/{id}":
-		return hostMapping
+	// Method and path apart: ep.Key() would build a string on every call.
+	switch ep.Method {
+	case "POST":
+		switch ep.Path {
+		case "/nodes/{node}/qemu":
+			return qemuCreate
+		case "/nodes/{node}/qemu/{vmid}/config":
+			return qemuConfig
+		case "/nodes/{node}/lxc":
+			return lxcCreate
+		case "/cluster/mapping/pci", "/cluster/mapping/usb", "/cluster/mapping/dir":
+			return hostMapping
+		}
+	case "PUT":
+		switch ep.Path {
+		case "/nodes/{node}/qemu/{vmid}/config":
+			return qemuConfig
+		case "/nodes/{node}/lxc/{vmid}/config":
+			return lxcConfig
+		case "/cluster/mapping/pci/{id}", "/cluster/mapping/usb/{id}", "/cluster/mapping/dir/{id}":
+			return hostMapping
+		}
 	}
 	return notGuest
 }

@@ -492,3 +492,30 @@ func TestExampleUSBPassthrough(t *testing.T) {
 		}
 	}
 }
+
+// ReachesHost runs for every call the plan builds: a call of another
+// endpoint, an ordinary config edit, and one that reaches the host.
+func BenchmarkReachesHost(b *testing.B) {
+	reg := fixtureRegistry(b, pve91)
+	for _, bc := range []struct {
+		name, method, path string
+		values             map[string]any
+	}{
+		{"other-endpoint", "POST", "/nodes/pve1/qemu/100/status/start", map[string]any{"node": "pve1", "vmid": int64(100), "timeout": int64(30)}},
+		{"config-edit", "PUT", "/nodes/pve1/qemu/100/config", map[string]any{"node": "pve1", "vmid": int64(100), "memory": "4096", "cores": int64(2),
+			"net0": "virtio,bridge=vmbr0", "scsi1": "local-lvm:vm-100-disk-1,size=8G", "usb0": "mapping=foo"}},
+		{"reaches-host", "PUT", "/nodes/pve1/qemu/100/config", map[string]any{"node": "pve1", "vmid": int64(100), "args": "-foo",
+			"usb0": "host=1234:5678", "hostpci0": "0000:01:00.0,pcie=1", "scsi1": "/dev/sdb"}},
+	} {
+		ep, vars, err := reg.Match(bc.method, bc.path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ReachesHost(ep, vars, bc.values)
+			}
+		})
+	}
+}
