@@ -37,6 +37,10 @@ const (
 	ReachSerial ReachKind = "serial_host"
 	// ReachParallel: parallelN, always a host device.
 	ReachParallel ReachKind = "parallel_host"
+	// ReachSharedMemory: ivshmem, a shared memory file on the host
+	// (/dev/shm/pve-shm-NAME) that the host and any VM given the same name
+	// can read and write.
+	ReachSharedMemory ReachKind = "host_shared_memory"
 	// ReachHostDisk: a QEMU disk (or cdrom) that is a host path, or
 	// imports one (import-from=/...): the guest gets a host block device
 	// or file, or a copy of it.
@@ -142,7 +146,7 @@ func classify(ep *schema.Endpoint) guestEndpoint {
 // by wire name; vars are the path variables, for values that omit them)
 // reaches the host from a guest: the settings PVE keeps to
 // root@pam (hook scripts, QEMU args, host PCI, USB, serial and parallel
-// devices, host disks, bind mounts and devices of containers, raw lxc
+// devices, shared memory with the host, host disks, bind mounts and devices of containers, raw lxc
 // keys, privileged containers, container features), cluster mappings of
 // host devices, a create or restore that overwrites an existing guest,
 // and turning PVE's protection off. It reads guest creates and restores
@@ -222,6 +226,8 @@ func ReachesHost(ep *schema.Endpoint, vars map[string]string, values map[string]
 			add(name, ReachSerial, s, "passes the host's serial device "+s+" to the guest")
 		case qemu && prefix == "parallel":
 			add(name, ReachParallel, s, "passes the host's parallel device "+s+" to the guest")
+		case qemu && name == "ivshmem":
+			add(name, ReachSharedMemory, s, "shares memory with the host and with every VM given the same name: "+s)
 		case qemu && isQemuDrive(name, prefix):
 			for _, vol := range driveVolumes(s) {
 				switch {

@@ -81,6 +81,7 @@ func TestReachesHost(t *testing.T) {
 		{"serial device", "PUT", vmConf, map[string]any{"serial0": "/dev/ttyS0"}, []reach{{"serial0", "serial_host", "/dev/ttyS0"}}},
 		{"serial socket", "PUT", vmConf, map[string]any{"serial0": "socket"}, nil},
 		{"parallel", "PUT", vmConf, map[string]any{"parallel0": "/dev/parport0"}, []reach{{"parallel0", "parallel_host", "/dev/parport0"}}},
+		{"shared memory", "PUT", vmConf, map[string]any{"ivshmem": "size=32,name=chan"}, []reach{{"ivshmem", "host_shared_memory", "size=32,name=chan"}}},
 		{"host block device", "PUT", vmConf, map[string]any{"scsi1": "/dev/sdb,backup=0"}, []reach{{"scsi1", "host_disk", "/dev/sdb,backup=0"}}},
 		{"host file by key", "PUT", vmConf, map[string]any{"virtio1": "file=/var/lib/vz/x.raw"}, []reach{{"virtio1", "host_disk", "file=/var/lib/vz/x.raw"}}},
 		{"import of a host file", "POST", vmConf, map[string]any{"scsi2": "local-lvm:0,import-from=/root/disk.qcow2"}, []reach{{"scsi2", "host_disk", "local-lvm:0,import-from=/root/disk.qcow2"}}},

@@ -63,7 +63,7 @@ sets_host_path if input.params.tmpdir != null
 # The call reaches the host from a guest: input.reaches_host lists each
 # way, as {param, kind, value, detail} (docs/policy.md lists the kinds:
 # hookscript, qemu_args, pci_passthrough, usb_host, serial_host,
-# parallel_host, host_disk, bind_mount, device_passthrough, raw_lxc,
+# parallel_host, host_shared_memory, host_disk, bind_mount, device_passthrough, raw_lxc,
 # privileged, container_features, host_mapping, overwrite_vmid,
 # protection_off). The built-in profiles refuse such a call unless they are
 # root; a custom policy allows one explicitly by checking every item, and
