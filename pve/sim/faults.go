@@ -33,6 +33,15 @@ type Fault struct {
 	// DropAfterApply handles the request (a write takes effect), then closes
 	// the connection without answering: the "outcome unknown" case.
 	DropAfterApply bool
+	// Hold handles the request (a write takes effect), then holds the
+	// answer this long before giving it (or dropping the connection, with
+	// DropAfterApply); a client that goes away meanwhile gets nothing. It
+	// is how a test kills a caller after PVE acted and before it heard.
+	Hold time.Duration
+	// Reached, when set, is sent the request's "METHOD /path" when the
+	// fault takes it (without blocking: a full channel misses it). It
+	// tells a test that a request is where the fault holds it.
+	Reached chan<- string
 }
 
 // TaskFault changes how tasks of one type end: Fail makes them end with
@@ -91,6 +100,12 @@ func (s *Sim) matchFault(method, apiPath string) *activeFault {
 				s.faults.reqs = append(s.faults.reqs[:i:i], s.faults.reqs[i+1:]...)
 			}
 		}
+		if f.Reached != nil {
+			select {
+			case f.Reached <- method + " " + apiPath:
+			default:
+			}
+		}
 		return f
 	}
 	return nil
@@ -140,7 +155,14 @@ func (f *activeFault) before(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // after applies the effects that follow handling.
-func (f *activeFault) after(w http.ResponseWriter, _ *http.Request) bool {
+func (f *activeFault) after(w http.ResponseWriter, r *http.Request) bool {
+	if f.Hold > 0 {
+		select {
+		case <-time.After(f.Hold):
+		case <-r.Context().Done():
+			panic(http.ErrAbortHandler) // the caller is gone: nobody hears
+		}
+	}
 	switch {
 	case f.DropAfterApply:
 		if hj, ok := w.(http.Hijacker); ok {

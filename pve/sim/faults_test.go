@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -109,6 +110,42 @@ func TestFaultHang(t *testing.T) {
 	defer cancel2()
 	if _, err := c.Do(cctx2, "GET", "/version", nil); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pve.ErrOutcomeUnknown) {
 		t.Errorf("hung GET: %v", err)
+	}
+}
+
+// Hold applies the write, then holds the answer: a caller that goes away
+// meanwhile hears nothing, and the write stands. Reached says when the
+// request is there.
+func TestFaultHold(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("mcp@pve!admin")
+	reached := make(chan string, 1)
+	e.sim.InjectFault(Fault{Method: "PUT", Path: "/nodes/pve1/qemu/100/config", Hold: time.Minute, Reached: reached, Times: 1})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Do(cctx, "PUT", "/nodes/pve1/qemu/100/config", url.Values{"memory": {"3072"}})
+		done <- err
+	}()
+	if got := <-reached; got != "PUT /nodes/pve1/qemu/100/config" {
+		t.Errorf("reached %q", got)
+	}
+	// The write is applied while the answer is held.
+	deadline := time.Now().Add(5 * time.Second)
+	for fmt.Sprint(getMap(t, c, "/nodes/pve1/qemu/100/config", nil)["memory"]) != "3072" {
+		if time.Now().After(deadline) {
+			t.Fatal("the held write was not applied")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, pve.ErrOutcomeUnknown) {
+		t.Errorf("the caller that left: %v", err)
+	}
+	// A short hold answers.
+	e.sim.InjectFault(Fault{Method: "PUT", Path: "/nodes/pve1/qemu/100/config", Hold: time.Millisecond, Times: 1})
+	if _, err := c.Do(ctx, "PUT", "/nodes/pve1/qemu/100/config", url.Values{"memory": {"2048"}}); err != nil {
+		t.Errorf("after a short hold: %v", err)
 	}
 }
 
