@@ -158,6 +158,26 @@ func TestReachesHost(t *testing.T) {
 	}
 }
 
+// The same endpoints and values read alike on PVE 8.4.5.
+func TestReachesHostPVE8(t *testing.T) {
+	reg := fixtureRegistry(t, "pve-8.4.5/apidoc.js")
+	for _, tt := range []struct {
+		method, path string
+		args         map[string]any
+		want         []reach
+	}{
+		{"PUT", "/nodes/pve1/qemu/100/config", map[string]any{"usb0": "host=1234:5678", "args": "-foo"}, []reach{{"args", "qemu_args", "-foo"}, {"usb0", "usb_host", "host=1234:5678"}}},
+		{"PUT", "/nodes/pve1/qemu/100/config", map[string]any{"usb0": "mapping=foo", "hostpci0": "mapping=gpu"}, nil},
+		{"PUT", "/nodes/pve1/lxc/200/config", map[string]any{"mp0": "/srv,mp=/mnt", "features": "nesting=1"}, []reach{{"features", "container_features", "nesting=1"}, {"mp0", "bind_mount", "/srv,mp=/mnt"}}},
+		{"POST", "/nodes/pve1/lxc", map[string]any{"vmid": 200, "ostemplate": "backup:backup/vzdump-lxc-200-2025_01_01-00_00_00.tar.zst", "restore": 1, "unprivileged": 1, "force": 1}, []reach{{"force", "overwrite_vmid", "1"}}},
+	} {
+		items, _, _ := reachesOf(t, reg, tt.method, tt.path, tt.args)
+		if got := short(items); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s %s %v: %v\nwant %v", tt.method, tt.path, tt.args, got, tt.want)
+		}
+	}
+}
+
 // What an item says names the guest, the host object and what it does.
 func TestReachesHostDetails(t *testing.T) {
 	reg := fixtureRegistry(t, pve91)

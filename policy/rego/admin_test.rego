@@ -38,6 +38,7 @@ reach_items := [
 	{"param": "usb0", "kind": "usb_host", "value": "host=1234:5678", "detail": "passes the host's USB device 1234:5678 to the guest"},
 	{"param": "serial0", "kind": "serial_host", "value": "/dev/ttyS0", "detail": "passes the host's serial device /dev/ttyS0 to the guest"},
 	{"param": "parallel0", "kind": "parallel_host", "value": "/dev/parport0", "detail": "passes the host's parallel device /dev/parport0 to the guest"},
+	{"param": "ivshmem", "kind": "host_shared_memory", "value": "size=32,name=chan", "detail": "shares memory with the host and with every VM given the same name: size=32,name=chan"},
 	{"param": "scsi1", "kind": "host_disk", "value": "/dev/sda", "detail": "gives the guest the host's device or file /dev/sda as a disk"},
 	{"param": "mp0", "kind": "bind_mount", "value": "/srv,mp=/mnt", "detail": "bind-mounts the host directory /srv into the container"},
 	{"param": "dev0", "kind": "device_passthrough", "value": "/dev/ttyUSB0", "detail": "passes the host device /dev/ttyUSB0 into the container"},
@@ -81,7 +82,7 @@ test_backup_host_paths_stay_denied if {
 
 test_guard_comes_before_host_reach if {
 	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write"), {
-		"reaches_host": [reach_items[6]],
+		"reaches_host": [reach_items[7]],
 		"guard": {"evaluated": true, "hits": [{"kind": "device", "value": "/dev/sda", "param": "scsi1"}]},
 	})
 	d := admin.decision with input as req
