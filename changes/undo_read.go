@@ -42,6 +42,10 @@ type UndoOptions struct {
 	// parameter of the edit, a disk (a volume is not a value), a secret.
 	// Nil: every field can.
 	Restorable func(pathTemplate, field string) string
+	// MaxHistory bounds the journal rows of a configuration read since an
+	// operation (20000 when zero): past it, undo refuses rather than judge
+	// on part of the history.
+	MaxHistory int
 }
 
 // Undoer works out what undoing an operation would do.
@@ -54,8 +58,15 @@ func NewUndoer(o UndoOptions) (*Undoer, error) {
 	if o.Journal == nil || o.PVE == nil || o.Redact == nil {
 		return nil, errors.New("changes: an undoer needs a journal, a PVE reader and the journal's redaction")
 	}
+	if o.MaxHistory <= 0 {
+		o.MaxHistory = 20000
+	}
 	return &Undoer{o: o}, nil
 }
+
+// errTooMuchHistory: the history since the operation is longer than undo
+// reads.
+var errTooMuchHistory = errors.New("too much history to check")
 
 // taskLookback is how far before an operation the task index is read, for
 // tasks that began before it and were still running.
@@ -115,6 +126,10 @@ func (u *Undoer) Preview(ctx context.Context, callID string, assumed ...string) 
 	}
 	for _, p := range paths {
 		rows, err := u.pathRows(ctx, p, after)
+		if errors.Is(err, errTooMuchHistory) {
+			return &UndoPlan{Operation: op.id, Method: in.Method, Path: in.Path, Template: in.PathTemplate, KeyID: in.Principal.KeyID, Change: op.in.Change,
+				Status: UndoConflict, Reason: err.Error() + ": undo does not judge on part of it, so it refuses"}, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -181,14 +196,18 @@ func (u *Undoer) Preview(ctx context.Context, callID string, assumed ...string) 
 }
 
 func (u *Undoer) pathRows(ctx context.Context, path string, after int64) ([]journal.Event, error) {
+	page := min(pathPage, u.o.MaxHistory+1)
 	var out []journal.Event
 	for {
-		rows, err := u.o.Journal.PathEvents(ctx, path, after, pathPage)
+		rows, err := u.o.Journal.PathEvents(ctx, path, after, page)
 		if err != nil {
 			return nil, fmt.Errorf("changes: read the journal's rows of %s: %w", path, err)
 		}
 		out = append(out, rows...)
-		if len(rows) < pathPage {
+		if len(out) > u.o.MaxHistory {
+			return nil, fmt.Errorf("%w: the journal has more than %d rows of %s since the operation", errTooMuchHistory, u.o.MaxHistory, path)
+		}
+		if len(rows) < page {
 			return out, nil
 		}
 		after = rows[len(rows)-1].ID

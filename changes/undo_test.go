@@ -726,6 +726,33 @@ func TestUndoOffersRollbackOnlyToTheChangesSnapshot(t *testing.T) {
 	}
 }
 
+// A history longer than undo reads is refused, not judged on a part.
+func TestUndoRefusesTooLongAHistory(t *testing.T) {
+	l := newUndoLedger(t)
+	p := &undoPVEFake{}
+	id, after := l.edit("agent", baseConf, map[string]any{"memory": float64(4096)})
+	for range 4 {
+		l.read("agent", after)
+	}
+	p.conf = after
+	for _, tc := range []struct {
+		max    int
+		status UndoStatus
+	}{{3, UndoConflict}, {4, UndoReady}} {
+		u, err := NewUndoer(UndoOptions{Journal: l.j, PVE: p, Redact: l.j.Redactor().Value, MaxHistory: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := u.Preview(context.Background(), id)
+		if err != nil || plan.Status != tc.status {
+			t.Fatalf("max %d: %+v %v, want %s", tc.max, plan, err, tc.status)
+		}
+		if tc.status == UndoConflict && !strings.Contains(plan.Reason, "more than 3 rows") {
+			t.Errorf("reason %q", plan.Reason)
+		}
+	}
+}
+
 func TestUndoUnknownOperation(t *testing.T) {
 	l := newUndoLedger(t)
 	u := testUndoer(t, l, &undoPVEFake{}, nil)

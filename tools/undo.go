@@ -169,12 +169,15 @@ func (s *Server) handleUndo(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if key == "" {
 		key = undoKeyOf(p)
 	}
-	res, sent := s.sendUndo(ctx, c, p, key, ua.confirm, ua.wait, progressToken(req))
+	res, done := s.sendUndo(ctx, c, p, key, ua.confirm, ua.wait, progressToken(req))
 	content := contentOf(res)
 	content["undo_of"] = id
 	content["undo"] = view
 	out := structured(firstLine(text(res)), content)
-	out.IsError = res.IsError || !sent.ok
+	// A confirmation asked for, or a preview the switches made, is an
+	// answer to act on, not an error; an undo that was refused, or had
+	// been made before and failed, is.
+	out.IsError = res.IsError || !done.ok && done.confirm == "" && content["dry_run"] != true
 	return out, nil
 }
 
