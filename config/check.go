@@ -73,6 +73,9 @@ func (c *Config) check() error {
 	if err := c.Cluster.check(); err != nil {
 		return err
 	}
+	if err := c.Metrics.check(); err != nil {
+		return err
+	}
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -248,6 +251,7 @@ func (c *Config) Effective() *Config {
 		e.Changes.SettleAfter = Duration(DefaultSettleAfter)
 	}
 	e.Cluster = c.Cluster.effective()
+	e.Metrics = c.Metrics.effective()
 	return &e
 }
 

@@ -72,6 +72,8 @@ type Config struct {
 	// Cluster is cluster mode: keys and policies shared by every node
 	// through pmxcfs (docs/cluster.md).
 	Cluster Cluster `json:"cluster,omitzero"`
+	// Metrics is the Prometheus listener (docs/metrics.md).
+	Metrics Metrics `json:"metrics,omitzero"`
 }
 
 // Schema locates apidoc.js.

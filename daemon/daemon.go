@@ -28,6 +28,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/metrics"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
@@ -65,6 +66,8 @@ type Daemon struct {
 	pve    *tierClients
 	guard  *breakglass.Guard
 	tools  *tools.Server
+	// metrics are the daemon's Prometheus series (metrics.go).
+	metrics *metrics.Metrics
 	// reconciler settles writes whose outcome is unknown (nil without a
 	// PVE token); recon is its start-up pass, reconWG waits for it.
 	reconciler *changes.Reconciler
@@ -121,6 +124,10 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
+	var err error
+	if d.metrics, err = d.newMetrics(); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	d.schema = schema.NewSource(schema.SourceOptions{
 		Path:   cfg.SchemaPath(),
 		Cache:  schema.NewCache(cfg.SchemaCacheDir()),
@@ -130,12 +137,12 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 				d.tools.Refresh()
 			}
 			d.observeSchema(ev)
+			d.observeSchemaMetrics(ev)
 		},
 	})
 	if err := d.schema.Load(ctx); err != nil {
 		return nil, err
 	}
-	var err error
 	if d.pstore, err = policy.NewStore(cfg.StateDir, time.Now); err != nil {
 		return nil, fmt.Errorf("policy store: %w", err)
 	}
@@ -148,10 +155,10 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.verify, err = keys.NewVerifier(d.keys, keys.VerifierOptions{Logger: d.log, AfterHash: debug.FreeOSMemory}); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	if d.jrnl, err = journal.Open(ctx, cfg.JournalPath(), journal.Options{Logger: d.log}); err != nil {
+	if d.jrnl, err = journal.Open(ctx, cfg.JournalPath(), journal.Options{Logger: d.log, ObserveCommit: d.metrics.JournalCommit}); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	if d.pve, err = newTierClients(cfg, d.log); err != nil {
+	if d.pve, err = newTierClients(cfg, d.log, d.metrics.PVERequest); err != nil {
 		d.jrnl.Close()
 		return nil, err
 	}
@@ -190,7 +197,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.tools, err = tools.New(tools.Options{
 		Name: "proxmox-mcp", Version: opts.Version, Mode: mode,
-		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: &auditor{j: d.jrnl, calls: &callLog{log: d.log}}, Ledger: d.jrnl, Guard: d.guard,
+		Registry: d.schema, Policy: d.engine, PVE: d.pve, Audit: meteredAuditor{next: &auditor{j: d.jrnl, calls: &callLog{log: d.log}}, m: d.metrics}, Ledger: d.jrnl, Guard: d.guard,
 		Reconciler: reconciler,
 		Switches:   switchesOf(cfg),
 		Protected:  protectedOf(cfg),
@@ -322,6 +329,9 @@ func (d *Daemon) listen() error {
 	if err := d.listenLAN(); err != nil {
 		return err
 	}
+	if err := d.listenMetrics(); err != nil {
+		return err
+	}
 	return d.listenTailnet()
 }
 
@@ -382,6 +392,7 @@ func (d *Daemon) addHTTPListener(l httpListener) error {
 		MaxBodyBytes:   g.MaxBodyBytes,
 		Ready:          d.readiness,
 		Refused: func(r *http.Request, status int, reason string) {
+			d.metrics.Refusal(l.name, status)
 			d.refusals.record(l.name, r, status, reason)
 		},
 		Sessions:     d.sessions,
@@ -455,6 +466,7 @@ func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source str
 		if errors.Is(err, keys.ErrRateLimited) {
 			return nil, &transport.RateLimitError{RetryAfter: 10 * time.Second}
 		}
+		d.metrics.KeyFailure(listenerName)
 		return nil, err
 	}
 	if ok, wait := d.keyLimiter.Allow(p.KeyID); !ok {
@@ -687,7 +699,7 @@ type tierClients struct {
 	log     *slog.Logger
 }
 
-func newTierClients(cfg *config.Config, log *slog.Logger) (*tierClients, error) {
+func newTierClients(cfg *config.Config, log *slog.Logger, observe func(method, path string, status int, d time.Duration)) (*tierClients, error) {
 	tc := &tierClients{clients: map[tools.Tier]*pve.Client{}, log: log}
 	if len(cfg.PVE.Tokens) == 0 {
 		return tc, nil
@@ -707,7 +719,7 @@ func newTierClients(cfg *config.Config, log *slog.Logger) (*tierClients, error) 
 		}
 		c, err := pve.New(pve.Config{
 			BaseURL: cfg.PVEURL(), Token: pve.Token{ID: tok.ID, Secret: pve.Secret(strings.TrimSpace(string(secret)))},
-			TLS: trust, UserAgent: "proxmox-mcp", Logger: log,
+			TLS: trust, UserAgent: "proxmox-mcp", Logger: log, Observe: observe,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("pve.tokens.%s: %w", tier, err)

@@ -85,6 +85,7 @@ func newRigWith(t testing.TB, edit func(cfg map[string]any), opts func(*Options)
 		"allow_mutations": true,
 		"pve":             map[string]any{"url": srv.URL, "fingerprint": srv.Fingerprint, "tokens": toks},
 		"listen":          map[string]any{"loopback": map[string]any{"address": "127.0.0.1:0"}},
+		"metrics":         map[string]any{"address": "127.0.0.1:0"},
 	}
 	if edit != nil {
 		edit(r.cfg)

@@ -41,7 +41,9 @@ type DemoInfo struct {
 	Schema string `json:"schema"`
 	// SimulatorURL is the simulated PVE API behind the daemon.
 	SimulatorURL string `json:"simulator_url"`
-	StateDir     string `json:"state_dir"`
+	// MetricsURL is the daemon's Prometheus endpoint (a free loopback port).
+	MetricsURL string `json:"metrics_url"`
+	StateDir   string `json:"state_dir"`
 }
 
 // RunDemo starts the PVE simulator and the daemon in front of it on
@@ -108,6 +110,8 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 		AllowMutations: true,
 		PVE:            config.PVE{URL: simSrv.URL, Fingerprint: simSrv.Fingerprint},
 		Listen:         config.Listen{Loopback: &config.Loopback{Address: o.Listen}},
+		// A free port: the demo must not take a real daemon's 9765.
+		Metrics: config.Metrics{Address: "127.0.0.1:0"},
 	}
 	if cfg.PVE.Tokens, err = writeSimTokens(s, filepath.Join(dir, "tokens")); err != nil {
 		return err
@@ -129,7 +133,7 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 	}
 	ready(DemoInfo{
 		URL: "http://" + d.Addresses()["loopback"] + "/mcp", Key: created.Key.Reveal(), Profile: o.Profile,
-		Schema: schemaName, SimulatorURL: simSrv.URL, StateDir: dir,
+		Schema: schemaName, SimulatorURL: simSrv.URL, StateDir: dir, MetricsURL: "http://" + d.Addresses()["metrics"] + "/metrics",
 	})
 	err = <-runErr
 	if errors.Is(err, context.Canceled) {

@@ -51,7 +51,7 @@ func TestLifecycleNotifications(t *testing.T) {
 	r := newRigWith(t, nil, func(o *Options) { o.Lifecycle = lc })
 	r.start()
 	ev := lc.take()
-	ready := regexp.MustCompile(`^READY: serving \d+ PVE API endpoints; listeners: loopback 127\.0\.0\.1:\d+$`)
+	ready := regexp.MustCompile(`^READY: serving \d+ PVE API endpoints; listeners: loopback 127\.0\.0\.1:\d+, metrics 127\.0\.0\.1:\d+$`)
 	if len(ev) != 1 || !ready.MatchString(ev[0]) {
 		t.Fatalf("at start: %q", ev)
 	}
@@ -91,7 +91,7 @@ func TestLifecycleNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.d.Reload(context.Background()) //nolint:errcheck
-	if ev = lc.take(); !containsMatch(ev, `^READY: serving \d+ PVE API endpoints; listeners: loopback 127\.0\.0\.1:\d+$`) {
+	if ev = lc.take(); !containsMatch(ev, `^READY: serving \d+ PVE API endpoints; listeners: loopback 127\.0\.0\.1:\d+, metrics 127\.0\.0\.1:\d+$`) {
 		t.Errorf("after apidoc.js was fixed: %q", ev)
 	}
 

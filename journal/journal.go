@@ -44,6 +44,11 @@ type Options struct {
 	MaxBatch int
 	// Now returns the current time (time.Now).
 	Now func() time.Time
+	// ObserveCommit, when set, is told of every committed transaction:
+	// how many rows it held and how long it took from begin to the
+	// durable commit (the metrics' journal commit latency). It runs on
+	// the writer goroutine and must not block.
+	ObserveCommit func(rows int, d time.Duration)
 }
 
 // Errors of the write methods.
@@ -76,6 +81,7 @@ type Journal struct {
 	maxBatch int
 	readOnly bool
 	stmts    *writeStmts
+	observe  func(rows int, d time.Duration)
 
 	mu      sync.RWMutex // guards closed and sending on reqs
 	closed  bool
@@ -104,7 +110,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	}
 	j := &Journal{
 		path: abs, log: opts.Logger, now: opts.Now, poll: opts.PollInterval,
-		maxBatch: opts.MaxBatch, readOnly: opts.ReadOnly, changed: make(chan struct{}),
+		maxBatch: opts.MaxBatch, readOnly: opts.ReadOnly, changed: make(chan struct{}), observe: opts.ObserveCommit,
 	}
 	if j.log == nil {
 		j.log = slog.Default()

@@ -310,6 +310,7 @@ func (j *Journal) commit(batch []*writeReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
+	begun := time.Now()
 	tx, err := j.w.BeginTx(ctx, nil)
 	if err != nil {
 		failAll(fmt.Errorf("journal: begin: %w", err))
@@ -347,6 +348,9 @@ func (j *Journal) commit(batch []*writeReq) {
 		return
 	}
 	j.stats.commits.Add(1)
+	if j.observe != nil {
+		j.observe(written, time.Since(begun))
+	}
 	respond()
 	j.notify()
 }

@@ -41,6 +41,11 @@ type Config struct {
 	UserAgent string
 	// Logger receives one debug line per retry; slog.Default() when nil.
 	Logger *slog.Logger
+	// Observe, when set, is told of every request sent (each attempt of
+	// a retried GET): method, the escaped path after the API root, PVE's
+	// HTTP status (0 when no answer came) and the time until its body
+	// was read. The metrics classify the path; it must not block.
+	Observe func(method, path string, status int, d time.Duration)
 }
 
 // Token is a PVE API token: USER@REALM!TOKENID and its secret.
@@ -308,6 +313,11 @@ func (c *Client) attempt(ctx context.Context, method, path string, params url.Va
 	}
 	var sent sentTracker
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), sent.trace()))
+	status := 0
+	if observe := c.cfg.Observe; observe != nil {
+		start := time.Now()
+		defer func() { observe(method, path, status, time.Since(start)) }()
+	}
 	hr, err := c.http.Do(req)
 	if err != nil {
 		if method != http.MethodGet && sent.wrote() {
@@ -319,6 +329,7 @@ func (c *Client) attempt(ctx context.Context, method, path string, params url.Va
 		return nil, 0, fmt.Errorf("pve: %s %s: %w", method, path, err)
 	}
 	defer hr.Body.Close()
+	status = hr.StatusCode
 	body, readErr := io.ReadAll(io.LimitReader(hr.Body, c.cfg.MaxResponseBytes+1))
 	if readErr != nil {
 		if method != http.MethodGet {

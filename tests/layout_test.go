@@ -94,7 +94,7 @@ func TestDependencyDirection(t *testing.T) {
 		"atomicfile": 0,
 		"schema":     1, "config": 1,
 		"policy": 2, "keys": 2, "pve": 2, "pki": 2, "systemd": 2, "journal": 2,
-		"plan": 3, "changes": 3, "cluster": 3,
+		"plan": 3, "changes": 3, "metrics": 3, "cluster": 3,
 		"tools": 4, "transport": 4, "breakglass": 4, "installer": 4,
 		"daemon": 5,
 		"cmd":    6,

@@ -70,6 +70,7 @@ func launchServe(t testing.TB, h stdioHost, env []string, edits ...func(cfg map[
 	}
 	addr := freeLoopbackAddr(t)
 	s.cfg["listen"] = map[string]any{"loopback": map[string]any{"address": addr}}
+	s.cfg["metrics"] = map[string]any{"address": "127.0.0.1:0"}
 	for _, edit := range edits {
 		edit(s.cfg)
 	}
