@@ -24,12 +24,12 @@ const (
 // undoLedger writes journal rows the way the daemon's tools do, into a real
 // journal, at times it chooses.
 type undoLedger struct {
-	t   *testing.T
+	t   testing.TB
 	j   *journal.Journal
 	now time.Time
 }
 
-func newUndoLedger(t *testing.T) *undoLedger {
+func newUndoLedger(t testing.TB) *undoLedger {
 	t.Helper()
 	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), journal.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -199,7 +199,7 @@ func indexTask(typ, user string, at time.Time) GuestTask {
 	return GuestTask{UPID: u, Ended: true, End: at.Add(time.Second), Status: "OK"}
 }
 
-func testUndoer(t *testing.T, l *undoLedger, p *undoPVEFake, restorable func(string, string) string) *Undoer {
+func testUndoer(t testing.TB, l *undoLedger, p *undoPVEFake, restorable func(string, string) string) *Undoer {
 	t.Helper()
 	u, err := NewUndoer(UndoOptions{Journal: l.j, PVE: p, Redact: l.j.Redactor().Value, Restorable: restorable})
 	if err != nil {
