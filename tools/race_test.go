@@ -1,0 +1,6 @@
+//go:build race
+
+package tools
+
+// raceEnabled: the test binary runs with the race detector.
+const raceEnabled = true
