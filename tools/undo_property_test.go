@@ -221,7 +221,7 @@ type step struct {
 func TestUndoProperties(t *testing.T) {
 	checks := 40
 	if raceEnabled {
-		checks = 15 // the race detector makes each history several times slower
+		checks = 25 // the race detector makes each history several times slower
 	}
 	seededRapid(t, "20261201", checks)
 	base := newUndoBase(t)
