@@ -135,6 +135,9 @@ func (s *Server) askConfirmation(ctx context.Context, audit AuditCall, c Caller,
 	}
 	content["confirm"] = token
 	content["expires_at"] = expiry.UTC().Format(time.RFC3339)
+	if r := p.Input.ReachesHost; len(r) > 0 {
+		content["reaches_host"] = r
+	}
 	out := AuditOutcome{Outcome: journal.OutcomeConfirm, Duration: s.opts.Now().Sub(audit.Time)}
 	if err := s.audit.Record(journalContext(ctx), audit, out); err != nil {
 		return errorResult("the journal refused the record; nothing was sent: " + err.Error())

@@ -36,10 +36,13 @@ func TestAdminRefusesHostReach(t *testing.T) {
 	for _, tt := range hostReachCalls {
 		t.Run(tt.name, func(t *testing.T) {
 			before := h.sim.Writes()
-			res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": tt.method, "path": tt.path, "params": tt.params})
+			res, content := call(t, c, ctx, ToolCall, map[string]any{"method": tt.method, "path": tt.path, "params": tt.params})
 			txt := text(res)
 			if !res.IsError || !strings.Contains(txt, tt.item) || !strings.Contains(txt, "a policy must allow this explicitly") {
 				t.Errorf("not refused naming %q:\n%s", tt.item, txt)
+			}
+			if items, _ := content["reaches_host"].([]any); len(items) == 0 {
+				t.Errorf("the refusal's structured content does not list the items: %v", content)
 			}
 			if n := h.sim.Writes() - before; n != 0 {
 				t.Errorf("%d requests sent", n)
@@ -61,6 +64,9 @@ func TestRootConfirmsHostReach(t *testing.T) {
 			res, content := call(t, c, ctx, ToolCall, map[string]any{"method": tt.method, "path": tt.path, "params": tt.params})
 			if res.IsError || content["status"] != "confirmation_required" || content["approver"] != "self" || !strings.Contains(text(res), tt.item) {
 				t.Fatalf("no confirmation naming %q: %s", tt.item, text(res))
+			}
+			if items, _ := content["reaches_host"].([]any); len(items) == 0 {
+				t.Errorf("the confirmation's structured content does not list the items: %v", content)
 			}
 			if n := h.sim.Writes() - before; n != 0 {
 				t.Errorf("%d requests sent before the confirmation", n)

@@ -36,6 +36,9 @@ func (s *Server) refuseDecision(ctx context.Context, audit AuditCall, c Caller, 
 		"status": "denied", "effect": string(d.Effect), "method": ep.Method, "path": p.Path, "tool": ep.Tool,
 		"policy": d.Policy, "reasons": d.Reasons, "allowed_by": alts,
 	}
+	if r := p.Input.ReachesHost; len(r) > 0 {
+		res.StructuredContent.(map[string]any)["reaches_host"] = r
+	}
 	return res
 }
 
