@@ -20,16 +20,26 @@ import (
 // no $ref, no type arrays, and a pattern only when it means the same in
 // ECMAScript as in PVE's Perl. The server-side Validate remains the judge;
 // the schema guides the caller.
+//
+// Every parameter keeps its name, type and rules, and the syntax notes
+// JSON Schema cannot say (a property string's syntax, the named format);
+// PVE's prose is left out where it only repeats what the caller already
+// has, since one tool per endpoint multiplies every byte by 646: for a
+// path variable (the endpoint's path names it) and for a description
+// PVE gives verbatim to CommonDescription or more parameters of the
+// registry ("The cluster node name.", the digest's). proxmox_api_describe
+// still gives the full text.
 func (e *Endpoint) InputSchema() json.RawMessage {
 	props := map[string]any{}
 	patternProps := map[string]any{}
 	required := []string{}
 	for _, p := range e.Params {
+		prose := !p.commonProse && !slices.Contains(e.PathParams, p.Name)
 		if p.Indexed {
-			patternProps["^"+regexp.QuoteMeta(p.Prefix)+`\d+$`] = paramSchema(p)
+			patternProps["^"+regexp.QuoteMeta(p.Prefix)+`\d+$`] = paramSchemaWith(p, prose)
 			continue
 		}
-		props[p.Name] = paramSchema(p)
+		props[p.Name] = paramSchemaWith(p, prose)
 		if p.Required() {
 			required = append(required, p.Name)
 		}
@@ -62,10 +72,18 @@ func marshalCompact(v any) json.RawMessage {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
+// CommonDescription is how many parameters of a registry must carry the
+// same description for InputSchema to leave it out.
+const CommonDescription = 10
+
 // paramSchema converts one PVE parameter schema.
-func paramSchema(p *Param) map[string]any {
+func paramSchema(p *Param) map[string]any { return paramSchemaWith(p, true) }
+
+// paramSchemaWith converts one PVE parameter schema, with PVE's prose in
+// the description or only the syntax notes.
+func paramSchemaWith(p *Param, prose bool) map[string]any {
 	s := map[string]any{}
-	desc := paramDescription(p)
+	desc := paramDescription(p, prose)
 	if len(p.OneOf) > 0 {
 		// SDN fabrics: the variant depends on another parameter. Describe
 		// the variants; the server checks the chosen one.
@@ -146,12 +164,12 @@ func (p *Param) typeSummary() string {
 	return p.Type
 }
 
-// paramDescription joins PVE's description with what the JSON Schema
-// cannot say: the syntax of a property string or named format, a default
-// that does not fit the type, and the variant condition.
-func paramDescription(p *Param) string {
+// paramDescription joins PVE's description (when prose is set) with what
+// the JSON Schema cannot say: the syntax of a property string or named
+// format, a default that does not fit the type, and the variant condition.
+func paramDescription(p *Param, prose bool) string {
 	var parts []string
-	if d := strings.TrimSpace(p.Description); d != "" {
+	if d := strings.TrimSpace(p.Description); d != "" && prose {
 		parts = append(parts, d)
 	}
 	if p.Indexed {
@@ -261,4 +279,22 @@ func (p *Param) jsonPattern() (string, bool) {
 		return "", false
 	}
 	return ecmaPattern(p.re.String())
+}
+
+// markCommonProse flags the top-level parameters whose description PVE
+// gives verbatim to CommonDescription or more parameters of the registry.
+func markCommonProse(endpoints []*Endpoint) {
+	count := map[string]int{}
+	for _, ep := range endpoints {
+		for _, p := range ep.Params {
+			if d := strings.TrimSpace(p.Description); d != "" {
+				count[d]++
+			}
+		}
+	}
+	for _, ep := range endpoints {
+		for _, p := range ep.Params {
+			p.commonProse = count[strings.TrimSpace(p.Description)] >= CommonDescription
+		}
+	}
 }

@@ -130,6 +130,9 @@ type Param struct {
 	// re is Pattern compiled for Go; nil when there is no pattern or when it
 	// uses a construct RE2 cannot express (then PVE remains the judge).
 	re *regexp.Regexp
+	// commonProse: many parameters of the registry have this description
+	// (InputSchema leaves it out).
+	commonProse bool
 }
 
 // PropertyFormat is the sub-key schema of a property string, the

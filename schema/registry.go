@@ -72,6 +72,7 @@ func Parse(data []byte) (*Registry, error) {
 	}
 	r.byTool = byTool
 	r.computeFacts()
+	markCommonProse(r.endpoints)
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -327,14 +328,18 @@ func guestPowerTool() mcp.Tool {
 }
 
 // endpointTool is the expanded-mode tool of one endpoint: its real input
-// schema plus the reserved shaping arguments (prefixed with _, which no PVE
-// parameter uses).
+// schema (schema.Endpoint.InputSchema), PVE's description, the four
+// annotations, and the control arguments (proxmox_api_call's shaping and
+// control arguments with a leading _, which no PVE parameter uses) named
+// by one patternProperties key, since spelling each out again in each of
+// 646 tools would more than double the list; the server's instructions
+// and proxmox_api_call's schema say what they mean and take. The method
+// and path are the tool's name and its describe; no title repeats them.
 func endpointTool(ep *schema.Endpoint) mcp.Tool {
 	var in map[string]any
 	if err := json.Unmarshal(ep.InputSchema(), &in); err != nil {
 		panic(fmt.Sprintf("tools: input schema of %s: %v", ep.Key(), err))
 	}
-	props, _ := in["properties"].(map[string]any)
 	extra := shapeProperties("_")
 	if ep.Method == "GET" {
 		delete(extra, "_wait")
@@ -347,17 +352,24 @@ func endpointTool(ep *schema.Endpoint) mcp.Tool {
 			delete(extra, k)
 		}
 	}
-	for k, v := range extra {
-		props[k] = v
+	names := make([]string, 0, len(extra))
+	for k := range extra {
+		names = append(names, strings.TrimPrefix(k, "_"))
 	}
+	sort.Strings(names)
+	patterns, _ := in["patternProperties"].(map[string]any)
+	if patterns == nil {
+		patterns = map[string]any{}
+		in["patternProperties"] = patterns
+	}
+	patterns["^_("+strings.Join(names, "|")+")$"] = map[string]any{}
 	desc := strings.TrimSpace(ep.Description)
 	if desc == "" {
 		desc = ep.Handler
 	}
-	desc = fmt.Sprintf("%s\n\n%s %s (risk: %s).", desc, ep.Method, ep.Path, ep.Risk)
 	return mcp.NewTool(ep.Tool,
 		mcp.WithDescription(desc),
 		rawSchema(in),
-		annotate(ep.Method+" "+ep.Path, endpointHints(ep)),
+		annotate("", endpointHints(ep)),
 	)
 }

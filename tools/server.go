@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -224,6 +225,7 @@ func New(opts Options) (*Server, error) {
 		server.WithToolFilter(s.filterTools),
 		server.WithPromptFilter(s.filterPrompts),
 		server.WithInstructions(instructions(opts.Mode)),
+		server.WithPaginationLimit(ToolsPageSize),
 	)
 	s.mcp.AddPrompt(onboardingPrompt(), s.onboarding)
 	s.Refresh()
@@ -245,8 +247,22 @@ func instructions(m Mode) string {
 			"proxmox_api_call (method, a concrete path such as /nodes/pve1/qemu, params). Long-running calls return a UPID; " +
 			"pass wait to follow the task, or use proxmox_task_wait. "
 	}
+	if m == ModeExpanded {
+		var control []string
+		for k := range shapeProperties("_") {
+			control = append(control, k)
+		}
+		sort.Strings(control)
+		s += "Each endpoint is also a tool of its own, its parameters the tool's arguments; the arguments with a leading _ (" +
+			strings.Join(control, ", ") + ") mean and take what proxmox_api_call's arguments of the same name do. " +
+			"tools/list comes in pages: follow nextCursor. "
+	}
 	return s + "A refusal explains which rule refused and why; the prompt proxmox_onboarding says what your key may do."
 }
+
+// ToolsPageSize is how many tools one tools/list page holds; nextCursor
+// leads to the next. Only expanded mode has more.
+const ToolsPageSize = 100
 
 // describeHint names how a caller reads an endpoint's parameters.
 func (s *Server) describeHint(ep *schema.Endpoint) string {

@@ -125,16 +125,66 @@ func (s *Session) Call(tool string, args map[string]any) (json.RawMessage, error
 	return res, nil
 }
 
-// ToolsList returns the tools/list result's size in bytes and its number
-// of tools.
+// ToolsList returns the size in bytes of the tools/list results, every
+// page of it (following nextCursor), and the number of tools.
 func (s *Session) ToolsList() (size, tools int, err error) {
-	res, err := s.result("tools/list", "")
+	list, err := s.Tools()
 	if err != nil {
 		return 0, 0, err
 	}
-	var list struct{ Tools []json.RawMessage }
-	if err := json.Unmarshal(res, &list); err != nil {
-		return 0, 0, fmt.Errorf("tools/list: %w", err)
+	return list.Bytes, len(list.Tools), nil
+}
+
+// ToolList is a whole tools/list, gathered over its pages.
+type ToolList struct {
+	// Tools are the tools of every page, in order, as the server sent them.
+	Tools []json.RawMessage
+	// Pages is the number of tools/list requests it took.
+	Pages int
+	// Bytes is the size of all the results together.
+	Bytes int
+	// PageBytes is the size of each page's result.
+	PageBytes []int
+}
+
+// maxPages bounds how many pages Tools follows: a server that hands out
+// cursors forever is an error, not a hang.
+const maxPages = 1000
+
+// Tools lists every tool, following nextCursor from page to page.
+func (s *Session) Tools() (ToolList, error) {
+	var out ToolList
+	cursor := ""
+	for {
+		params := ""
+		if cursor != "" {
+			c, err := json.Marshal(cursor)
+			if err != nil {
+				return out, err
+			}
+			params = `{"cursor":` + string(c) + `}`
+		}
+		res, err := s.result("tools/list", params)
+		if err != nil {
+			return out, err
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &page); err != nil {
+			return out, fmt.Errorf("tools/list: %w", err)
+		}
+		out.Tools = append(out.Tools, page.Tools...)
+		out.Pages++
+		out.Bytes += len(res)
+		out.PageBytes = append(out.PageBytes, len(res))
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		if out.Pages >= maxPages {
+			return out, fmt.Errorf("tools/list: still a nextCursor after %d pages", maxPages)
+		}
+		cursor = page.NextCursor
 	}
-	return len(res), len(list.Tools), nil
 }
