@@ -130,6 +130,11 @@ func analyzeConfig(f *undoFacts, p *UndoPlan) {
 			p.Status, p.Reason = UndoUnsettled, "the edit ran as task "+u+", which PVE's task index does not show ended: what it changed is not known yet"
 			return
 		}
+		if k := staleAfter(op); k != "" {
+			p.Status = UndoNotInvertible
+			p.Reason = "the configuration recorded after it was read before its task applied it (" + k + " is not as the request set it; the call did not wait for task " + u + "), so the journal does not know what it changed"
+			return
+		}
 	}
 	fields, extra := fieldsOf(op)
 	for _, k := range extra {
@@ -322,6 +327,33 @@ func analyzeConfig(f *undoFacts, p *UndoPlan) {
 		// synchronous twin, PUT, that takes the same parameters.
 		p.Request.Method = "PUT"
 	}
+}
+
+// staleAfter names a field that an asynchronous edit's request set (or
+// deleted) to something other than its value before, and that the
+// configuration read after it still shows as before: that read came
+// before the task.
+func staleAfter(op *opRows) string {
+	if op.out.Config == nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(op.args)) {
+		v := op.args[k]
+		if configControl[k] {
+			continue
+		}
+		if !same(v, op.prior[k]) && same(op.out.Config[k], op.prior[k]) {
+			return k
+		}
+	}
+	if d, ok := op.args["delete"]; ok {
+		for k := range named(map[string]any{"delete": d}) {
+			if op.prior[k] != nil && same(op.out.Config[k], op.prior[k]) {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 func (p *UndoPlan) finishConflict() {

@@ -533,6 +533,17 @@ func TestUndoRules(t *testing.T) {
 			want: want{status: UndoUnsettled, reason: "does not show ended"},
 		},
 		{
+			name: "an asynchronous edit whose configuration after was read before its task is not known",
+			build: func(l *undoLedger, p *undoPVEFake) (string, []string) {
+				after := maps.Clone(baseConf) // read too early: still the values before
+				tk := indexTask("qmconfig", "mcp@pve!admin", l.now.Add(2*time.Second))
+				p.tasks = append(p.tasks, tk)
+				p.conf = after
+				return l.write(undoWrite{method: "POST", template: undoTemplate, path: undoPath, args: map[string]any{"memory": float64(4096)}, prior: baseConf, after: after, upid: tk.UPID.String()}), nil
+			},
+			want: want{status: UndoNotInvertible, reason: "before its task applied it"},
+		},
+		{
 			name: "an asynchronous edit is undone with the synchronous PUT",
 			build: func(l *undoLedger, p *undoPVEFake) (string, []string) {
 				after := maps.Clone(baseConf)
