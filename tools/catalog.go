@@ -83,7 +83,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 // and the extra tools of Options.
 func (s *Server) alwaysVisible(name string) bool {
 	switch name {
-	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal, ToolPlanApply, ToolUndo, ToolReconcile:
+	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal:
 		return true
 	}
 	return s.extra[name]
@@ -104,19 +104,18 @@ func (s *Server) toolVisible(name string, v visibility) bool {
 		return v["get_cluster_resources"] != nil
 	case ToolGuestStatus:
 		return v["get_cluster_resources"] != nil && (v["get_nodes_qemu_status_current"] != nil || v["get_nodes_lxc_status_current"] != nil)
-	case ToolApprove:
+	case ToolApprove, ToolPlanApply, ToolUndo:
 		// Whoever may make some change may approve another key's change
-		// (each approval checks the approver's policy for that call); with
-		// the switches refusing writes there is nothing to approve.
-		if s.switchRefusal("POST") != "" {
-			return false
-		}
-		for _, ep := range v {
-			if ep.Method != "GET" {
-				return true
-			}
-		}
-		return false
+		// (each approval checks the approver's policy for that call), apply
+		// a plan or undo an operation; with the switches refusing writes
+		// there is nothing to approve, apply or undo.
+		return s.switchRefusal("POST") == "" && v.writes()
+	case ToolReconcile:
+		// Settling outcomes reads PVE only, so it stays when the switches
+		// refuse writes (that is when a lost answer is settled; the
+		// visibility then holds no writes to tell by), but a key that can
+		// write nothing has no writes of its own to settle.
+		return v.writes() || s.switchRefusal("POST") != ""
 	case ToolGuestPower:
 		if v["get_cluster_resources"] == nil {
 			return false

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,9 +68,14 @@ func TestReconcileToolSettlesALostAnswer(t *testing.T) {
 	}
 
 	// Another key sees no such operation.
-	ro, rctx := h.as("read-only")
-	if res, _ := call(t, ro, rctx, ToolReconcile, map[string]any{"operation": id}); !res.IsError || !strings.Contains(text(res), "of your key") {
+	other, octx := h.as("admin")
+	if res, _ := call(t, other, octx, ToolReconcile, map[string]any{"operation": id}); !res.IsError || !strings.Contains(text(res), "of your key") {
 		t.Errorf("another key: %s", text(res))
+	}
+	// A key that can write nothing has nothing to settle, and no such tool.
+	ro, rctx := h.as("read-only")
+	if names := toolNames(t, ro, rctx); slices.Contains(names, ToolReconcile) || slices.Contains(names, ToolUndo) || slices.Contains(names, ToolPlanApply) {
+		t.Errorf("a read-only key is shown the contract's write tools: %v", names)
 	}
 	// A root key may: it is settled already, and not judged again.
 	root, rootCtx := h.as("root")

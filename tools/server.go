@@ -373,6 +373,16 @@ func (s *Server) filterPrompts(ctx context.Context, list []mcp.Prompt) []mcp.Pro
 // switches.
 type visibility map[string]*schema.Endpoint
 
+// writes reports whether the caller may use some endpoint that is not a read.
+func (v visibility) writes() bool {
+	for _, ep := range v {
+		if ep.Method != "GET" {
+			return true
+		}
+	}
+	return false
+}
+
 // visible is the set of endpoints the caller's policy could ever allow and
 // the daemon-wide switches permit.
 func (s *Server) visible(ctx context.Context, c Caller) (visibility, error) {

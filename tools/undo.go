@@ -173,7 +173,11 @@ func (s *Server) handleUndo(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	content := contentOf(res)
 	content["undo_of"] = id
 	content["undo"] = view
-	out := structured(firstLine(text(res)), content)
+	summary := firstLine(text(res))
+	if done.ok && done.stopped == "" {
+		summary = undoneSummary(p, done.operation) + " " + summary
+	}
+	out := structured(summary, content)
 	// A confirmation asked for, or a preview the switches made, is an
 	// answer to act on, not an error; an undo that was refused, or had
 	// been made before and failed, is.
@@ -268,6 +272,9 @@ func (s *Server) sendUndo(ctx context.Context, c Caller, p *changes.UndoPlan, ke
 	if content["replayed"] == true {
 		id, _ := content["operation"].(string)
 		ok := content["state"] == string(journal.OutcomeOK) || content["state"] == journal.StateApplied
+		if content["state"] == "pending" {
+			return res, sent{operation: id, stopped: fmt.Sprintf("the same undo is under way as operation %s (another call of yours sent it); ask %s for its outcome", id, ToolOperation)}
+		}
 		if !ok {
 			return res, sent{operation: id, stopped: fmt.Sprintf("this undo was made before as operation %s, which ended %v", id, content["state"])}
 		}
@@ -442,6 +449,19 @@ func previewSummary(p *changes.UndoPlan) string {
 		return fmt.Sprintf("Operation %s is undone already, by %s.", p.Operation, p.UndoneBy)
 	}
 	return fmt.Sprintf("Operation %s cannot be undone (%s): %s", p.Operation, p.Status, p.Reason)
+}
+
+// undoneSummary says what an undo that went through did.
+func undoneSummary(p *changes.UndoPlan, by string) string {
+	if p.Request.Method == "DELETE" {
+		return fmt.Sprintf("Operation %s undone by operation %s: the snapshot it made is deleted.", p.Operation, by)
+	}
+	var names []string
+	for _, f := range p.Fields {
+		names = append(names, f.Field)
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("Operation %s undone by operation %s: %s set back on %s.", p.Operation, by, strings.Join(names, ", "), p.Path)
 }
 
 // contentOf is a result's structured content as a map.

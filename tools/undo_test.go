@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 )
@@ -372,5 +374,50 @@ func TestUndoABCB(t *testing.T) {
 				t.Errorf("undo after A→B→C→B: %s", text(res))
 			}
 		})
+	}
+}
+
+// Several clients undo the same operation at once: one undo is sent; the
+// others answer the recorded one, or that it is under way, or that the
+// operation is undone already, and none says anything else.
+func TestUndoConcurrentSendsOnce(t *testing.T) {
+	h := newHarness(t, harnessOpts{journal: true, reg: demoRegistry(t)})
+	c, ctx := h.as("admin")
+	before := configOf(t, c, ctx, vm100)
+	res, edit := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": vm100, "params": map[string]any{"memory": 3072}})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	id := edit["evidence"].(map[string]any)["operation"].(string)
+	writes := h.sim.Writes()
+	var wg sync.WaitGroup
+	answers := make([]string, 6)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, cctx := h.as("admin")
+			req := mcp.CallToolRequest{}
+			req.Params.Name, req.Params.Arguments = ToolUndo, map[string]any{"operation": id, "preview": false}
+			res, err := cl.CallTool(cctx, req)
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			answers[i] = text(res)
+		}()
+	}
+	wg.Wait()
+	if got := h.sim.Writes() - writes; got != 1 {
+		t.Errorf("%d writes for 6 concurrent undos, want 1", got)
+	}
+	for _, a := range answers {
+		if !strings.Contains(a, "set back") && !strings.Contains(a, "under way") && !strings.Contains(a, "undone already") &&
+			!strings.Contains(a, "pending") && !strings.Contains(a, "nothing was sent again") {
+			t.Errorf("an answer: %s", a)
+		}
+	}
+	if got := configOf(t, c, ctx, vm100)["memory"]; fmt.Sprint(got) != fmt.Sprint(before["memory"]) {
+		t.Errorf("memory %v, want %v", got, before["memory"])
 	}
 }
