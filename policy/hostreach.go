@@ -261,13 +261,22 @@ func ReachesHost(ep *schema.Endpoint, vars map[string]string, values map[string]
 		case !qemu && name == "unprivileged" && !isTrue(v):
 			add(name, ReachPrivileged, s, "makes "+guest+" a privileged container (its root is the host's root)")
 		case !qemu && name == "features":
-			featureReach(name, s, add)
+			// nesting alone in a new unprivileged container is PVE's own
+			// default (the GUI sets it): the container's root is an
+			// unprivileged user of the host, so nested namespaces stay
+			// inside it. Anywhere else it counts.
+			unprivCreate := class == lxcCreate && !restore && unprivilegedCreate(ep, values)
+			featureReach(name, s, unprivCreate, add)
 		}
 	}
-	if class == lxcCreate && restore {
-		if values["unprivileged"] == nil {
+	if class == lxcCreate && values["unprivileged"] == nil {
+		switch {
+		case restore:
 			add("unprivileged", ReachPrivileged, "", "is not given: the restore keeps the backup's setting, so "+guest+
 				" is a privileged container (its root is the host's root) if its backup was; say unprivileged=1")
+		case !ep.Facts.CreatesUnprivileged:
+			add("unprivileged", ReachPrivileged, "", "is not given: this PVE's default for a new container is 0, so "+guest+
+				" would be a privileged container (its root is the host's root); say unprivileged=1")
 		}
 	}
 	return sortReach(out)
@@ -313,8 +322,18 @@ func usbReach(name, s string, add func(string, ReachKind, string, string)) {
 	}
 }
 
-// featureReach: each feature of an LXC features string that is turned on.
-func featureReach(name, s string, add func(string, ReachKind, string, string)) {
+// unprivilegedCreate: a container create that makes an unprivileged
+// container, by saying so or by this PVE's default.
+func unprivilegedCreate(ep *schema.Endpoint, values map[string]any) bool {
+	if v, ok := values["unprivileged"]; ok {
+		return isTrue(v)
+	}
+	return ep.Facts.CreatesUnprivileged
+}
+
+// featureReach: each feature of an LXC features string that is turned on
+// (nesting not, in a new unprivileged container: unprivCreate).
+func featureReach(name, s string, unprivCreate bool, add func(string, ReachKind, string, string)) {
 	def, kv, ok := propertyString(s)
 	if !ok || def != "" {
 		add(name, ReachFeatures, s, "is not a features string PVE would read, so it may widen the container's reach into the host")
@@ -328,7 +347,8 @@ func featureReach(name, s string, add func(string, ReachKind, string, string)) {
 			}
 			continue
 		}
-		if b, known := parseBoolean(v); known && !b {
+		b, known := parseBoolean(v)
+		if known && (!b || (k == "nesting" && unprivCreate)) {
 			continue
 		}
 		add(name, ReachFeatures, k+"="+v, "turns on "+k+", which widens the container's reach into the host's kernel")

@@ -120,11 +120,20 @@ func TestReachesHost(t *testing.T) {
 		{"delete unprivileged", "PUT", ctConf, map[string]any{"delete": "unprivileged"}, []reach{{"delete", "privileged", "unprivileged"}}},
 		{"container protection off", "PUT", ctConf, map[string]any{"protection": "0"}, []reach{{"protection", "protection_off", "0"}}},
 		{"container hookscript", "PUT", ctConf, map[string]any{"hookscript": "local:snippets/ct.sh"}, []reach{{"hookscript", "hookscript", "local:snippets/ct.sh"}}},
+		// PVE 9 creates an unprivileged container unless told otherwise.
 		{"create", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "features": "nesting=0"}, nil},
+		{"create unprivileged", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "unprivileged": 1}, nil},
+		// PVE's default for a new unprivileged container.
+		{"create unprivileged with nesting", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "unprivileged": 1, "features": "nesting=1"}, nil},
+		{"create unprivileged with keyctl", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "unprivileged": 1, "features": "nesting=1,keyctl=1"},
+			[]reach{{"features", "container_features", "keyctl=1"}}},
+		{"create with nesting, privilege unsaid", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "features": "nesting=1"}, nil},
+		{"create privileged with nesting", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "unprivileged": 0, "features": "nesting=1"},
+			[]reach{{"features", "container_features", "nesting=1"}, {"unprivileged", "privileged", "0"}}},
 		{"create privileged", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "unprivileged": 0}, []reach{{"unprivileged", "privileged", "0"}}},
-		{"create with a bind mount", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "mp0": "/srv/share,mp=/share"},
+		{"create with a bind mount", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "local-lvm:8", "unprivileged": 1, "mp0": "/srv/share,mp=/share"},
 			[]reach{{"mp0", "bind_mount", "/srv/share,mp=/share"}}},
-		{"rootfs on a host path", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "rootfs": "/srv/ct300"}, []reach{{"rootfs", "bind_mount", "/srv/ct300"}}},
+		{"rootfs on a host path", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": tmpl, "unprivileged": 1, "rootfs": "/srv/ct300"}, []reach{{"rootfs", "bind_mount", "/srv/ct300"}}},
 		{"restore keeping the backup's privileges", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": ctBackup, "restore": 1}, []reach{{"unprivileged", "privileged", ""}}},
 		{"restore unprivileged", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": ctBackup, "restore": 1, "unprivileged": 1}, nil},
 		{"restore over a container", "POST", "/nodes/pve1/lxc", map[string]any{"vmid": 200, "ostemplate": ctBackup, "restore": true, "unprivileged": true, "force": true, "protection": false},
@@ -170,6 +179,10 @@ func TestReachesHostPVE8(t *testing.T) {
 		{"PUT", "/nodes/pve1/qemu/100/config", map[string]any{"usb0": "mapping=foo", "hostpci0": "mapping=gpu"}, nil},
 		{"PUT", "/nodes/pve1/lxc/200/config", map[string]any{"mp0": "/srv,mp=/mnt", "features": "nesting=1"}, []reach{{"features", "container_features", "nesting=1"}, {"mp0", "bind_mount", "/srv,mp=/mnt"}}},
 		{"POST", "/nodes/pve1/lxc", map[string]any{"vmid": 200, "ostemplate": "backup:backup/vzdump-lxc-200-2025_01_01-00_00_00.tar.zst", "restore": 1, "unprivileged": 1, "force": 1}, []reach{{"force", "overwrite_vmid", "1"}}},
+		// PVE 8 creates a privileged container unless told otherwise.
+		{"POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "features": "nesting=1"},
+			[]reach{{"features", "container_features", "nesting=1"}, {"unprivileged", "privileged", ""}}},
+		{"POST", "/nodes/pve1/lxc", map[string]any{"vmid": 300, "ostemplate": "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "unprivileged": 1, "features": "nesting=1"}, nil},
 	} {
 		items, _, _ := reachesOf(t, reg, tt.method, tt.path, tt.args)
 		if got := short(items); !reflect.DeepEqual(got, tt.want) {
@@ -250,7 +263,7 @@ func TestRawLXCKeys(t *testing.T) {
 		if _, err := ep.Check(args); err == nil || !strings.Contains(err.Error(), "lxc.apparmor.profile") {
 			t.Errorf("%s %s: the schema accepts a raw lxc key (%v)", method, path, err)
 		}
-		items := ReachesHost(ep, vars, map[string]any{"lxc.apparmor.profile": "unconfined", "lxc": "x"})
+		items := ReachesHost(ep, vars, map[string]any{"lxc.apparmor.profile": "unconfined", "lxc": "x", "unprivileged": true})
 		if got := short(items); !reflect.DeepEqual(got, []reach{{"lxc", "raw_lxc", "x"}, {"lxc.apparmor.profile", "raw_lxc", "unconfined"}}) {
 			t.Errorf("%s %s: %v", method, path, got)
 		}

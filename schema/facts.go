@@ -32,6 +32,10 @@ type Facts struct {
 	// Targets are the parameters that name objects the call acts on, in
 	// parameter order.
 	Targets []TargetParam
+	// CreatesUnprivileged: a container create that makes the container
+	// unprivileged when the call does not say (PVE 9: "For creation, the
+	// default is 1"; PVE 8's create defaults to a privileged container).
+	CreatesUnprivileged bool
 
 	secret map[string]bool       // parameters whose values are secrets
 	kinds  map[string]TargetKind // Targets by schema name
@@ -160,6 +164,9 @@ func (r *Registry) computeFacts() {
 		f.ReachesOutside = slices.Contains(reachesOutside, last)
 		f.ReturnsSecrets = ep.ExposeCredentials || returnsSecrets[ep.Key()]
 		f.Targets = targetParams(ep)
+		if p := ep.Param("unprivileged"); p != nil && ep.Method == "POST" && ep.Path == "/nodes/{node}/lxc" {
+			f.CreatesUnprivileged = strings.Contains(p.Description, "For creation, the default is 1")
+		}
 		f.kinds = make(map[string]TargetKind, len(f.Targets))
 		for _, tp := range f.Targets {
 			f.kinds[tp.Param] = tp.Kind
