@@ -233,7 +233,7 @@ func readTree(d *atomicfile.Dir, prefix string, out map[string][]byte) error {
 // the daemon's status file goes. The shared files stay for the other
 // nodes; from now on this node's keys and policies are its own.
 func (n *Node) Disable(ctx context.Context) (LocalStatus, error) {
-	st, rerr := n.Refresh(ctx)
+	st, rerr := n.Rescan(ctx)
 	if rerr != nil {
 		n.opts.Logger.Warn("cluster: disable: pmxcfs could not be read; the state directory keeps the last good mirror", "err", rerr)
 	}
@@ -264,7 +264,7 @@ func (n *Node) Run(ctx context.Context, enabled func() bool, ready func(LocalSta
 	if err := requireRoot(); err != nil {
 		return err
 	}
-	st, err := n.Refresh(ctx)
+	st, err := n.Rescan(ctx)
 	if err != nil {
 		n.opts.Logger.Warn("cluster: refresh", "err", err)
 	}
@@ -295,7 +295,8 @@ func (n *Node) Run(ctx context.Context, enabled func() bool, ready func(LocalSta
 		if !due && q == lastQ && bytes.Equal(gen, lastGen) {
 			continue
 		}
-		if _, err := n.Refresh(ctx); err != nil && ctx.Err() == nil {
+		// A full read at each rescan; in between, only what changed.
+		if _, err := n.refresh(ctx, due); err != nil && ctx.Err() == nil {
 			n.opts.Logger.Warn("cluster: refresh", "err", err)
 		}
 		lastGen, lastQ, lastFull = gen, q, n.opts.Now()

@@ -52,6 +52,15 @@ type Node struct {
 	// change or as a heartbeat; lastReport likewise for the report.
 	lastStatus LocalStatus
 	lastReport Report
+	// raw is the shared files as last read, with the read problems and
+	// the cluster.json they went with: a refresh whose cluster.json is the
+	// same reads nothing more, and one whose generation is the next reads
+	// only the files that change wrote.
+	raw         map[string][]byte
+	rawProblems []Problem
+	rawGen      []byte
+	// memo holds the records of the key files last checked.
+	memo memo
 }
 
 // Open returns this node's cluster mode. It needs root to do anything.
@@ -127,8 +136,11 @@ type snapshot struct {
 }
 
 // read reads pmxcfs and checks what it holds against the cache's last
-// good state.
-func (n *Node) read(c *cache) (*snapshot, error) {
+// good state. Unless full is set it reads as little as it can: nothing
+// more than cluster.json when that is unchanged, and only the files the
+// change named when the generation is the next one (a hand edit, which
+// moves no generation, waits for a full read: each rescan).
+func (n *Node) read(c *cache, full bool) (*snapshot, error) {
 	q, err := n.fs.Quorate()
 	if err != nil {
 		return nil, err
@@ -137,31 +149,59 @@ func (n *Node) read(c *cache) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	gen, raw, problems, err := readShared(n.fs)
-	if err != nil {
-		return nil, err
+	gen, gerr := n.fs.ReadFile(path.Join(SharedDir, generationFile))
+	var raw map[string][]byte
+	var problems []Problem
+	switch {
+	case full || n.raw == nil || gerr != nil && !errors.Is(gerr, fs.ErrNotExist):
+	case bytes.Equal(gen, n.rawGen):
+		raw, problems = n.raw, n.rawProblems
+	default:
+		prev, perr := decodeGeneration(n.rawGen)
+		next, nerr := decodeGeneration(gen)
+		if perr == nil && nerr == nil && next.Generation == prev.Generation+1 && len(next.Paths) > 0 {
+			raw, problems = readPaths(n.fs, n.raw, n.rawProblems, next.Paths)
+		}
 	}
-	return &snapshot{quorate: q, members: m, raw: raw, st: check(gen, raw, problems, c.State)}, nil
+	if raw == nil {
+		if gen, raw, problems, err = readShared(n.fs); err != nil {
+			return nil, err
+		}
+	}
+	n.raw, n.rawProblems, n.rawGen = raw, problems, gen
+	var st *state
+	st, n.memo = checkMemo(gen, raw, problems, c.State, n.memo)
+	return &snapshot{quorate: q, members: m, raw: raw, st: st}, nil
 }
 
-// Refresh reads pmxcfs, checks every shared file, keeps the good state as
-// the last good one, mirrors it into the state directory when it changed
-// (all of it on a process's first refresh), and writes the status the
-// daemon reads and, with quorum, this node's report. When pmxcfs cannot
-// be read the mirror stays as it is and the status says why.
-func (n *Node) Refresh(ctx context.Context) (LocalStatus, error) {
+// Refresh reads what changed on pmxcfs since this process last read it
+// (everything, the first time; see read), checks the shared files, keeps
+// the good state as the last good one, mirrors it into the state
+// directory when it changed (all of it on a process's first refresh), and
+// writes the status the daemon reads and, with quorum, this node's
+// report. When pmxcfs cannot be read the mirror stays as it is and the
+// status says why.
+func (n *Node) Refresh(ctx context.Context) (LocalStatus, error) { return n.refresh(ctx, false) }
+
+// Rescan is Refresh reading every shared file, which also sees edits made
+// by hand (they move no generation).
+func (n *Node) Rescan(ctx context.Context) (LocalStatus, error) { return n.refresh(ctx, true) }
+
+// refresh is Refresh, reading every shared file (full) or as little as
+// it can (see read).
+func (n *Node) refresh(ctx context.Context, full bool) (LocalStatus, error) {
 	var out LocalStatus
 	err := n.locked(ctx, func(_ *atomicfile.Dir, c *cache) error {
 		var err error
-		out, err = n.refreshLocked(ctx, c)
+		out, err = n.refreshLocked(ctx, c, full)
 		return err
 	})
 	return out, err
 }
 
-func (n *Node) refreshLocked(ctx context.Context, c *cache) (LocalStatus, error) {
+func (n *Node) refreshLocked(ctx context.Context, c *cache, full bool) (LocalStatus, error) {
 	now := n.opts.Now().UTC()
-	snap, err := n.read(c)
+	snap, err := n.read(c, full)
 	if err != nil {
 		st := n.status(c, nil, now)
 		st.Error = err.Error()
@@ -321,7 +361,7 @@ func (n *Node) change(ctx context.Context, fn func(c *cache, snap *snapshot, sta
 		}
 	}()
 	return n.locked(ctx, func(d *atomicfile.Dir, c *cache) error {
-		snap, err := n.read(c)
+		snap, err := n.read(c, false)
 		if err != nil {
 			return err
 		}
@@ -343,16 +383,26 @@ func (n *Node) change(ctx context.Context, fn func(c *cache, snap *snapshot, sta
 		}
 		writes, removes := changes(before, after, snap.raw)
 		if len(writes) == 0 && len(removes) == 0 {
-			_, err := n.refreshLocked(ctx, c)
+			_, err := n.refreshLocked(ctx, c, false)
 			return err
 		}
 		if d := n.opts.Now().Sub(held); d > lockHold {
 			return fmt.Errorf("cluster: the change took %s, longer than the %s the cluster lock allows; nothing was written", d.Round(time.Second), lockHold)
 		}
-		if err := n.export(snap, writes, removes); err != nil {
+		gen, err := n.export(snap, writes, removes)
+		if err != nil {
+			n.raw = nil // partly written, perhaps: read everything next time
 			return err
 		}
-		if _, err := n.refreshLocked(ctx, c); err != nil {
+		// What pmxcfs now holds, as written under the lock: the refresh
+		// needs to read nothing back.
+		raw := maps.Clone(snap.raw)
+		maps.Copy(raw, writes)
+		for _, p := range removes {
+			delete(raw, p)
+		}
+		n.raw, n.rawGen = raw, gen
+		if _, err := n.refreshLocked(ctx, c, false); err != nil {
 			// Stored on every node already: the sync will mirror it.
 			n.opts.Logger.Warn("cluster: the change is stored on pmxcfs; this node's mirror is not refreshed yet", "err", err)
 		}
@@ -476,12 +526,13 @@ func changes(before, after, raw map[string][]byte) (writes map[string][]byte, re
 	return writes, removes
 }
 
-// export writes the changes and the next generation to pmxcfs. Every file
-// is checked against pmxcfs's size limit before the first is written.
-func (n *Node) export(snap *snapshot, writes map[string][]byte, removes []string) error {
+// export writes the changes and the next generation to pmxcfs, and
+// returns the cluster.json it wrote. Every file is checked against
+// pmxcfs's size limit before the first is written.
+func (n *Node) export(snap *snapshot, writes map[string][]byte, removes []string) ([]byte, error) {
 	for p, b := range writes {
 		if len(b) > MaxFileSize {
-			return fmt.Errorf("cluster: %s would be %d bytes; pmxcfs holds at most %d per file; nothing was written", path.Join(n.fs.Root(), SharedDir, p), len(b), MaxFileSize)
+			return nil, fmt.Errorf("cluster: %s would be %d bytes; pmxcfs holds at most %d per file; nothing was written", path.Join(n.fs.Root(), SharedDir, p), len(b), MaxFileSize)
 		}
 	}
 	order := slices.Sorted(maps.Keys(writes))
@@ -498,23 +549,28 @@ func (n *Node) export(snap *snapshot, writes map[string][]byte, removes []string
 	slices.SortStableFunc(order, func(a, b string) int { return rank(a) - rank(b) })
 	for _, p := range order {
 		if err := n.fs.MkdirAll(path.Join(SharedDir, path.Dir(p))); err != nil {
-			return err
+			return nil, err
 		}
 		if err := n.fs.WriteFile(path.Join(SharedDir, p), writes[p]); err != nil {
-			return fmt.Errorf("%w (the change may be partly stored; `proxmox-mcp cluster status` shows the state)", err)
+			return nil, fmt.Errorf("%w (the change may be partly stored; `proxmox-mcp cluster status` shows the state)", err)
 		}
 	}
 	for _, p := range removes {
 		if err := n.fs.Remove(path.Join(SharedDir, p)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	g := generation{Format: formatVersion, Generation: snap.st.Generation + 1, Changed: n.opts.Now().UTC(), Node: snap.members.NodeName}
+	g := generation{Format: formatVersion, Generation: snap.st.Generation + 1, Changed: n.opts.Now().UTC(), Node: snap.members.NodeName,
+		Paths: append(order, removes...)}
 	data, err := json.MarshalIndent(g, "", "  ")
 	if err != nil {
-		return fmt.Errorf("cluster: encode %s: %w", generationFile, err)
+		return nil, fmt.Errorf("cluster: encode %s: %w", generationFile, err)
 	}
-	return n.fs.WriteFile(path.Join(SharedDir, generationFile), append(data, '\n'))
+	data = append(data, '\n')
+	if err := n.fs.WriteFile(path.Join(SharedDir, generationFile), data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // Status is `cluster status`: the shared generation, every member and its
@@ -522,7 +578,7 @@ func (n *Node) export(snap *snapshot, writes map[string][]byte, removes []string
 func (n *Node) Status(ctx context.Context) (ClusterStatus, error) {
 	var out ClusterStatus
 	err := n.locked(ctx, func(_ *atomicfile.Dir, c *cache) error {
-		snap, err := n.read(c)
+		snap, err := n.read(c, false)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,10 @@ type generation struct {
 	Generation uint64    `json:"generation"`
 	Changed    time.Time `json:"changed"`
 	Node       string    `json:"node"`
+	// Paths are the files the change wrote or removed (relative to
+	// SharedDir): a node that applied the generation before reads only
+	// those.
+	Paths []string `json:"paths,omitempty"`
 }
 
 const formatVersion = 1
@@ -80,6 +84,27 @@ type state struct {
 	Files      map[string][]byte `json:"files"`
 	// Problems are not part of the state proper; they say what was kept.
 	Problems []Problem `json:"-"`
+	// recs are the key files' records as check decoded them, by path.
+	recs map[string]keys.Record
+}
+
+// memo remembers the records of key files by their content's hash, so
+// that a refresh decodes only the files that changed.
+type memo map[[sha256.Size]byte]keys.Record
+
+// checkKey is checkKeyFile through a memo; next collects what this
+// refresh used.
+func (m memo) checkKey(name string, data []byte, next memo) (keys.Record, error) {
+	h := sha256.Sum256(append([]byte(name+"\x00"), data...))
+	if r, ok := m[h]; ok {
+		next[h] = r
+		return r, nil
+	}
+	r, err := checkKeyFile(name, data)
+	if err == nil {
+		next[h] = r
+	}
+	return r, err
 }
 
 // digest identifies the files of a tree (those under prefix, all when
@@ -171,6 +196,32 @@ func readShared(f *FS) (gen []byte, files map[string][]byte, problems []Problem,
 	return gen, files, problems, nil
 }
 
+// readPaths is an incremental read: the files of base with paths read
+// again (a missing one removed), and the problems of base that concern
+// other paths.
+func readPaths(f *FS, base map[string][]byte, baseProblems []Problem, paths []string) (map[string][]byte, []Problem) {
+	files := maps.Clone(base)
+	var problems []Problem
+	for _, p := range baseProblems {
+		if !slices.Contains(paths, p.Path) && p.Path != generationFile {
+			problems = append(problems, p)
+		}
+	}
+	for _, p := range paths {
+		data, err := f.ReadFile(path.Join(SharedDir, p))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			delete(files, p)
+		case err != nil:
+			delete(files, p)
+			problems = append(problems, Problem{Path: p, Err: err.Error()})
+		default:
+			files[p] = data
+		}
+	}
+	return files, problems
+}
+
 // check builds the good state from what readShared read and the last good
 // state: a key file that fails its checks keeps its last good content (or
 // is left out when it never had any); a policies tree that fails its
@@ -178,7 +229,15 @@ func readShared(f *FS) (gen []byte, files map[string][]byte, problems []Problem,
 // depend on one another. An unreadable cluster.json keeps the last good
 // generation.
 func check(gen []byte, files map[string][]byte, readProblems []Problem, last *state) *state {
-	st := &state{Files: map[string][]byte{}}
+	st, _ := checkMemo(gen, files, readProblems, last, nil)
+	return st
+}
+
+// checkMemo is check with a memo of decoded key files; it returns the
+// memo of this state's files.
+func checkMemo(gen []byte, files map[string][]byte, readProblems []Problem, last *state, m memo) (*state, memo) {
+	next := memo{}
+	st := &state{Files: map[string][]byte{}, recs: map[string]keys.Record{}}
 	if last != nil {
 		st.Generation, st.Changed, st.ChangedBy = last.Generation, last.Changed, last.ChangedBy
 	}
@@ -210,11 +269,13 @@ func check(gen []byte, files map[string][]byte, readProblems []Problem, last *st
 			continue
 		}
 		seen[p] = true
-		if _, err := checkKeyFile(name, data); err != nil {
+		r, err := m.checkKey(name, data, next)
+		if err != nil {
 			problems[p] = Problem{Path: p, Err: err.Error()}
 			continue
 		}
 		st.Files[p] = data
+		st.recs[p] = r
 	}
 	for p, pr := range problems {
 		if !strings.HasPrefix(p, keysDir+"/") {
@@ -260,7 +321,7 @@ func check(gen []byte, files map[string][]byte, readProblems []Problem, last *st
 	for _, p := range slices.Sorted(maps.Keys(problems)) {
 		st.Problems = append(st.Problems, problems[p])
 	}
-	return st
+	return st, next
 }
 
 // records are the key records of a state's files, in creation order (the
@@ -272,9 +333,12 @@ func (st *state) records() ([]keys.Record, error) {
 		if !ok {
 			continue
 		}
-		r, err := checkKeyFile(name, data)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: %s: %w", p, err)
+		r, ok := st.recs[p]
+		if !ok {
+			var err error
+			if r, err = checkKeyFile(name, data); err != nil {
+				return nil, fmt.Errorf("cluster: %s: %w", p, err)
+			}
 		}
 		recs = append(recs, r)
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ import (
 // node takes effect on every other within one poll interval (1 s) of
 // being stored, plus a request; the tests allow five.
 const propagation = 5 * time.Second
+
+// rescanInterval is the nodes' cluster.rescan_interval: a full read of
+// pmxcfs (which sees edits made by hand) at least this often.
+const rescanInterval = 2 * time.Second
 
 const serviceUID = 65534
 
@@ -219,7 +224,7 @@ func (b *bed) node(name string, idx int) *bedNode {
 		"pki": map[string]string{"dir": filepath.Join(n.dir, "pki")},
 		"cluster": map[string]any{
 			"pmxcfs_dir": n.mount, "cache_dir": filepath.Join(n.dir, "cluster-cache"),
-			"rescan_interval": "2s",
+			"rescan_interval": rescanInterval.String(),
 		},
 	}
 	n.writeConfig()
@@ -387,6 +392,29 @@ func (n *bedNode) localStatus() cluster.LocalStatus {
 	return st
 }
 
+// eventuallyOn is eventually about one node: past within, the failure
+// shows the node's last status and its sync's stderr, and, when the sync
+// has not read pmxcfs for three rescans (stuck), the goroutines of the
+// sync (SIGQUIT makes Go print them; the sync is gone after that).
+func (n *bedNode) eventuallyOn(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			st, err := cluster.ReadLocalStatus(n.state)
+			js, _ := json.MarshalIndent(st, "", "  ")
+			stuck := ""
+			if err == nil && time.Since(st.Checked) > 3*rescanInterval && n.sync.cmd.Process != nil {
+				n.sync.cmd.Process.Signal(syscall.SIGQUIT) //nolint:errcheck // diagnosis only
+				time.Sleep(time.Second)
+				stuck = fmt.Sprintf(" (the sync last read pmxcfs %s ago: stuck; its goroutines follow in its stderr)", time.Since(st.Checked).Round(time.Millisecond))
+			}
+			t.Fatalf("not within %s: %s%s\nstatus (%v):\n%s\nsync stderr:\n%s", within, what, stuck, err, js, n.sync.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // eventually waits for cond, polling; past within it fails with what.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -509,7 +537,7 @@ func TestClusterThreeNodes(t *testing.T) {
 			t.Fatalf("key create on pve3 without quorum: %v", err)
 		}
 		_, frank := n1.key("frank", "operator")
-		eventually(t, propagation, "pve3's sync reports the lost quorum", func() bool { return !n3.localStatus().Quorate })
+		n3.eventuallyOn(t, propagation, "pve3's sync reports the lost quorum", func() bool { return !n3.localStatus().Quorate })
 		if n3.ready() {
 			t.Error("pve3's /readyz says ready without quorum")
 		}
@@ -555,7 +583,7 @@ func TestClusterThreeNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range nodes {
-			eventually(t, 3*propagation, n.name+"'s sync reports the corrupted file", func() bool {
+			n.eventuallyOn(t, 3*propagation, n.name+"'s sync reports the corrupted file", func() bool {
 				st := n.localStatus()
 				return len(st.Problems) == 1 && st.Problems[0].Kept && strings.Contains(st.Problems[0].Path, hankID)
 			})
@@ -566,7 +594,7 @@ func TestClusterThreeNodes(t *testing.T) {
 		if err := os.WriteFile(file, good, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 3*propagation, "the problem clears", func() bool { return len(n2.localStatus().Problems) == 0 })
+		n2.eventuallyOn(t, 3*propagation, "the problem clears", func() bool { return len(n2.localStatus().Problems) == 0 })
 	})
 
 	out, err := n2.cli("cluster", "status", "--json")
@@ -577,6 +605,7 @@ func TestClusterThreeNodes(t *testing.T) {
 	if err := json.Unmarshal(out, &cs); err != nil {
 		t.Fatal(err)
 	}
+	start, logged := time.Now(), false
 	eventually(t, 3*propagation, "every node reports the shared generation", func() bool {
 		out, err := n2.cli("cluster", "status", "--json")
 		if err != nil || json.Unmarshal(out, &cs) != nil {
@@ -588,7 +617,15 @@ func TestClusterThreeNodes(t *testing.T) {
 				current++
 			}
 		}
-		return current == 4
+		if current == 4 {
+			return true
+		}
+		if !logged && time.Since(start) > 3*propagation-time.Second {
+			js, _ := json.MarshalIndent(cs, "", "  ")
+			t.Logf("cluster status near the deadline:\n%s", js)
+			logged = true
+		}
+		return false
 	})
 	t.Logf("cluster status: generation %d, %d keys", cs.Generation, cs.Keys)
 }

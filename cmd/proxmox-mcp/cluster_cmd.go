@@ -285,7 +285,7 @@ func (c *cli) clusterSync(args []string) error {
 		return err
 	}
 	if *once {
-		ls, err := n.Refresh(c.ctx)
+		ls, err := n.Rescan(c.ctx)
 		if err != nil {
 			return err
 		}
