@@ -13,6 +13,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
+	"github.com/proxmox-mcp/proxmox-mcp/tools"
 )
 
 // DemoOptions configure the demo.
@@ -26,11 +27,20 @@ type DemoOptions struct {
 	// StateDir keeps the demo's state; a temporary directory, removed at the
 	// end, when empty.
 	StateDir string
+	// Mode is the tool mode: compact (when empty), expanded or search.
+	Mode string
+	// Stdio, when set, serves MCP over these files for the demo key
+	// instead of HTTP on Listen (the endpoint is then not listened on).
+	Stdio *DemoStdio
 	// TaskDuration scales the simulator's task times (0.5 when zero).
 	TaskDuration float64
 	Version      string
 	Logger       *slog.Logger
 }
+
+// DemoStdio are the files a stdio demo speaks MCP over: a client that
+// starts `proxmox-mcp demo --stdio` as its server command.
+type DemoStdio struct{ In, Out *os.File }
 
 // DemoInfo is what a newcomer needs to connect.
 type DemoInfo struct {
@@ -59,6 +69,10 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 	if !policy.IsProfile(o.Profile) {
 		return fmt.Errorf("--profile %q is not read-only, operator, admin or root", o.Profile)
 	}
+	mode, err := tools.ParseMode(o.Mode)
+	if err != nil {
+		return fmt.Errorf("--mode: %w", err)
+	}
 	if o.TaskDuration <= 0 {
 		o.TaskDuration = 0.5
 	}
@@ -66,7 +80,12 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 		o.Logger = slog.Default()
 	}
 	dir := o.StateDir
-	if dir == "" {
+	if dir != "" {
+		// A directory named for the demo's state need not exist yet.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+	} else {
 		tmp, err := os.MkdirTemp("", "proxmox-mcp-demo-")
 		if err != nil {
 			return err
@@ -110,6 +129,7 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 		AllowMutations: true,
 		PVE:            config.PVE{URL: simSrv.URL, Fingerprint: simSrv.Fingerprint},
 		Listen:         config.Listen{Loopback: &config.Loopback{Address: o.Listen}},
+		Tools:          config.Tools{Mode: string(mode)},
 		// A free port: the demo must not take a real daemon's 9765.
 		Metrics: config.Metrics{Address: "127.0.0.1:0"},
 	}
@@ -120,9 +140,23 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 	if err != nil {
 		return err
 	}
-	created, err := d.Keys().Create(ctx, keys.CreateRequest{Name: "demo-" + o.Profile, Binding: keys.Binding{Profile: o.Profile}})
+	created, err := demoKey(ctx, d.Keys(), o.Profile)
 	if err != nil {
 		return fmt.Errorf("demo key: %w", err)
+	}
+	// The key lives as long as the demo, also in a kept state directory.
+	defer d.Keys().Revoke(context.WithoutCancel(ctx), created.Record.ID) //nolint:errcheck // the demo is ending
+	if o.Stdio != nil {
+		caller, err := d.StdioCaller(ctx, created.Key.Reveal())
+		if err != nil {
+			return err
+		}
+		ready(DemoInfo{Key: created.Key.Reveal(), Profile: o.Profile, Schema: schemaName, SimulatorURL: simSrv.URL, StateDir: dir})
+		err = d.ServeStdio(ctx, o.Stdio.In, o.Stdio.Out, caller)
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
 	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.Run(ctx) }()
@@ -140,6 +174,22 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 		return nil
 	}
 	return err
+}
+
+// demoKey creates the demo's key, named demo-PROFILE. A kept state
+// directory may still hold the key of a demo that did not stop cleanly:
+// that one is revoked first, since its secret was shown only to the
+// earlier run.
+func demoKey(ctx context.Context, store *keys.Store, profile string) (keys.Created, error) {
+	req := keys.CreateRequest{Name: "demo-" + profile, Binding: keys.Binding{Profile: profile}}
+	created, err := store.Create(ctx, req)
+	if !errors.Is(err, keys.ErrConflict) {
+		return created, err
+	}
+	if _, err := store.Revoke(ctx, req.Name); err != nil {
+		return keys.Created{}, fmt.Errorf("revoke the earlier demo's key: %w", err)
+	}
+	return store.Create(ctx, req)
 }
 
 // writeSimTokens writes the secret of each tier's simulator token to a file

@@ -5,13 +5,15 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
 
 // ServeStdio serves MCP over a pair of streams (the process's stdin and
-// stdout) until ctx ends or in closes. caller puts the authenticated caller
+// stdout) until ctx ends or in closes; at the end of in, the requests read
+// are answered first (see drain). caller puts the authenticated caller
 // into every request's context; stdio has one caller for its whole life.
 func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, caller func(context.Context) context.Context, logger *slog.Logger) error {
 	srv := server.NewStdioServer(s)
@@ -21,7 +23,8 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	} else {
 		srv.SetErrorLogger(log.New(io.Discard, "", 0))
 	}
-	return srv.Listen(ctx, in, out)
+	d := newDrain(ctx)
+	return srv.Listen(ctx, drainReader{d: d, in: in}, drainWriter{d: d, out: out, mu: &sync.Mutex{}})
 }
 
 // StreamableOptions configure a listener's Streamable HTTP server.

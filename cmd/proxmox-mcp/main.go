@@ -74,6 +74,15 @@ func (e usageError) Unwrap() error { return errUsage }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == "--version" {
+		args = []string{"version", "--verbose"}
+	}
+	if prettyRequested(args) {
+		// --output-format json-pretty (cli_output.go).
+		pw := &indentWriter{w: stdout}
+		defer pw.Flush() //nolint:errcheck // stdout's own errors are the command's
+		stdout = pw
+	}
 	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr}
 	cmds := commands()
 	if len(args) >= 2 && args[0] == "help" {
@@ -100,6 +109,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name, rest = args[0]+" "+args[1], args[2:]
 	}
 	cmd, ok := cmds[name]
+	if group := groupOf(cmds, args[0]); !ok && len(group) > 0 {
+		// A bare group lists its commands, as pveum does.
+		switch {
+		case len(args) == 1:
+			c.groupUsage(stdout, cmds, args[0], group)
+			return 2
+		case args[1] == "-h" || args[1] == "--help" || args[1] == "help":
+			c.groupUsage(stdout, cmds, args[0], group)
+			return 0
+		}
+		fmt.Fprintf(stderr, "proxmox-mcp: unknown command %q\n", strings.Join(args[:2], " "))
+		c.groupUsage(stderr, cmds, args[0], group)
+		return 2
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "proxmox-mcp: unknown command %q (run 'proxmox-mcp help')\n", strings.Join(args[:min(2, len(args))], " "))
 		return 2
@@ -139,19 +162,11 @@ func (c *cli) usage(cmds map[string]command) {
 	fmt.Fprintln(c.stdout, "\n'proxmox-mcp help COMMAND' (or COMMAND -h) shows a command's arguments and flags.")
 }
 
-func (c *cli) version(args []string) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	if _, err := parse(fs, args, 0, "proxmox-mcp version"); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "proxmox-mcp %s\n", version)
-	return nil
-}
-
 // parse parses flags that may come before, between or after positional
 // arguments, and checks the number of positional arguments.
 func parse(fs *flag.FlagSet, args []string, want int, synopsis string) ([]string, error) {
 	fs.SetOutput(io.Discard)
+	addOutputFormat(fs)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -218,25 +218,43 @@ func (c *cli) demo(args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8765", "loopback address of the MCP endpoint")
 	profile := fs.String("profile", "operator", "profile of the demo key: read-only, operator, admin or root")
+	mode := fs.String("mode", "compact", "tool mode: compact, expanded (one tool per endpoint) or search")
+	stdio := fs.Bool("stdio", false, "serve MCP over stdin and stdout for the demo key instead of HTTP (what a client's server command runs)")
 	apidoc := fs.String("apidoc", "", "serve this real apidoc.js instead of the built-in schema")
 	asJSON := fs.Bool("json", false, "print one JSON line {\"url\", \"key\"} once ready")
-	stateDir := fs.String("state-dir", "", "keep the demo's state here (default: a temporary directory)")
-	if _, err := parse(fs, args, 0, "proxmox-mcp demo [--listen ADDR] [--profile P] [--apidoc FILE] [--json]"); err != nil {
+	stateDir := fs.String("state-dir", "", "keep the demo's state here, created if need be (default: a temporary directory)")
+	if _, err := parse(fs, args, 0, "proxmox-mcp demo [--listen ADDR | --stdio] [--profile P] [--mode M] [--apidoc FILE] [--state-dir DIR] [--json]"); err != nil {
 		return err
 	}
-	log := c.logger("warn")
-	return daemon.RunDemo(c.ctx, daemon.DemoOptions{Listen: *listen, Profile: *profile, APIDoc: *apidoc, StateDir: *stateDir, Version: version, Logger: log},
-		func(info daemon.DemoInfo) {
-			if *asJSON {
-				line, _ := json.Marshal(map[string]string{"url": info.URL, "key": info.Key, "profile": info.Profile})
-				fmt.Fprintln(c.stdout, string(line))
-				return
-			}
-			c.printDemo(info)
-		})
+	opts := daemon.DemoOptions{Listen: *listen, Profile: *profile, Mode: *mode, APIDoc: *apidoc, StateDir: *stateDir, Version: version, Logger: c.logger("warn")}
+	// Over stdio, stdout is the protocol's: what a person reads goes to
+	// stderr.
+	out := c.stdout
+	if *stdio {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "listen" })
+		if given {
+			return usagef("--stdio serves no HTTP endpoint: drop --listen")
+		}
+		opts.Stdio = &daemon.DemoStdio{In: os.Stdin, Out: os.Stdout}
+		out = c.stderr
+	}
+	return daemon.RunDemo(c.ctx, opts, func(info daemon.DemoInfo) {
+		if *asJSON {
+			line, _ := json.Marshal(map[string]string{"url": info.URL, "key": info.Key, "profile": info.Profile, "mode": *mode})
+			fmt.Fprintln(out, string(line))
+			return
+		}
+		if *stdio {
+			fmt.Fprintf(out, "proxmox-mcp demo: MCP over stdio in front of a simulated Proxmox VE cluster (nothing here touches a real host);\n"+
+				"key %s (profile %s, tools %s), schema %s. Serving until stdin closes.\n", info.Key, info.Profile, *mode, info.Schema)
+			return
+		}
+		c.printDemo(info, *mode)
+	})
 }
 
-func (c *cli) printDemo(info daemon.DemoInfo) {
+func (c *cli) printDemo(info daemon.DemoInfo, mode string) {
 	cfg, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"proxmox": map[string]any{
 		"url": info.URL, "headers": map[string]string{"Authorization": "Bearer " + info.Key},
 	}}}, "  ", "  ")
@@ -247,6 +265,7 @@ func (c *cli) printDemo(info daemon.DemoInfo) {
   API key       %s
                 (profile %s; shown once; the demo forgets it when it stops)
   API schema    %s
+  Tool mode     %s (--mode compact, expanded or search)
 
 Client configuration (Cursor's ~/.cursor/mcp.json; README.md shows Claude Desktop, VS Code and Codex):
   %s
@@ -256,7 +275,7 @@ MCP Inspector:
     --header "Authorization: Bearer %s" --method tools/list
 
 Serving until interrupted (Ctrl-C).
-`, info.URL, info.Key, info.Profile, info.Schema, cfg, info.URL, info.Key)
+`, info.URL, info.Key, info.Profile, info.Schema, mode, cfg, info.URL, info.Key)
 }
 
 // readable opens a file for reading, as the daemon will.
