@@ -6,7 +6,7 @@
 //
 //   node run.mjs --sdk v1|v2 [--negotiation legacy|auto|<version>]
 //                --transport http --url URL [--origin ORIGIN] [--no-key]
-//                --scenario operator|read-only|refused [--attempts JSON]
+//                --scenario operator|read-only|refused|call [--attempts JSON]
 //   node run.mjs --sdk v1|v2 [--negotiation ...] --transport stdio
 //                --command BIN [--arg=A]... --scenario operator|read-only|refused
 //
@@ -23,6 +23,8 @@
 //   read-only  connect, list tools, search, try proxmox_guest_power (hidden:
 //              the call must fail) and a write through proxmox_api_call (the
 //              policy must refuse it), read VM 101's status afterwards.
+//   call       connect, list the tools' names and call --tool with the
+//              arguments of --args (JSON): the booted tests' one call.
 //   refused    connect and report how the connection failed (bad key, no
 //              key, foreign Origin; over stdio, the server's stderr too).
 //              Over HTTP, --attempts '[{"name", "key", "noKey", "origin"}]'
@@ -42,6 +44,8 @@ const { values: opt } = parseArgs({
     command: { type: "string" },
     arg: { type: "string", multiple: true, default: [] },
     scenario: { type: "string" },
+    tool: { type: "string" },
+    args: { type: "string", default: "{}" },
     timeout: { type: "string", default: "30000" },
   },
   strict: true,
@@ -227,6 +231,10 @@ async function main() {
         break;
       case "read-only":
         await readOnly(c, out);
+        break;
+      case "call":
+        out.tools = (await listTools(c)).map((t) => t.name);
+        out.call = await call(c, opt.tool, JSON.parse(opt.args));
         break;
       case "refused":
         // Connected although it should not have: show what was offered.
