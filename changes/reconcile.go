@@ -708,7 +708,9 @@ func (r *Reconciler) configEvidence(ctx context.Context, s *subject, settled boo
 			return fmt.Errorf("the journal of %s: %w", in.Path, err)
 		}
 		for _, ev := range rows {
-			if ev.ID <= in.ID {
+			if ev.ID <= in.ID || ev.Kind == journal.KindIntent && (ev.PriorDigest == "" || ev.PriorDigest == prior) {
+				// Another edit planned against the same configuration
+				// tells nothing new (and is not decoded).
 				continue
 			}
 			digest, conf := seenConfig(ev)
