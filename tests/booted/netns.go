@@ -8,8 +8,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Netns is a network namespace with a veth pair to the host: a /30 of
@@ -112,6 +115,38 @@ func (n *Netns) Delete() error {
 func hasLink(name string) bool {
 	_, err := net.InterfaceByName(name)
 	return err == nil
+}
+
+// DialContext opens a connection from inside the namespace, as a program
+// of the container would: the socket is made on a thread that entered the
+// namespace (and is thrown away with it), then used from anywhere. It is
+// an http.Transport's DialContext for a client on the host that talks to
+// the container's loopback.
+func (n *Netns) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	type dialed struct {
+		conn net.Conn
+		err  error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine rather than
+		// go back to the scheduler in the container's namespace.
+		runtime.LockOSThread()
+		f, err := os.Open(n.Path())
+		if err != nil {
+			ch <- dialed{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- dialed{err: fmt.Errorf("booted: enter %s: %w", n.Path(), err)}
+			return
+		}
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		ch <- dialed{conn, err}
+	}()
+	d := <-ch
+	return d.conn, d.err
 }
 
 // Command runs a host program inside the namespace: the host's files, the

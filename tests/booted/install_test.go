@@ -1,0 +1,308 @@
+package booted
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// built is what the tests install: the Debian package `make deb` makes,
+// the proxmox-mcp binary in it (also the node's simulated pveproxy) and
+// fakepve, built once per test binary.
+type built struct {
+	Deb, Binary, FakePVE string
+	err                  error
+}
+
+var (
+	buildOnce sync.Once
+	builds    built
+	buildDir  string
+)
+
+// TestMain removes what the builds left.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// repoRoot is the module's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// build makes the package, the binary and fakepve.
+func build(t *testing.T) built {
+	t.Helper()
+	root := repoRoot(t)
+	buildOnce.Do(func() {
+		var err error
+		if buildDir, err = os.MkdirTemp("", "pmcp-booted-build-"); err != nil {
+			builds.err = err
+			return
+		}
+		builds.Binary = filepath.Join(buildDir, "proxmox-mcp")
+		builds.FakePVE = filepath.Join(buildDir, "fakepve")
+		for _, b := range [][]string{
+			{"go", "build", "-trimpath", "-o", builds.Binary, "./cmd/proxmox-mcp"},
+			{"go", "build", "-trimpath", "-o", builds.FakePVE, "./tests/booted/fakepve"},
+		} {
+			cmd := exec.Command(b[0], b[1:]...)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				builds.err = &buildError{strings.Join(b, " "), err, out}
+				return
+			}
+		}
+		dist := filepath.Join(buildDir, "dist")
+		cmd := exec.Command("make", "--no-print-directory", "deb", "DIST="+dist)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "DEB_BINARY="+builds.Binary, "DEB_COMPRESS=gzip")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			builds.err = &buildError{"make deb", err, out}
+			return
+		}
+		debs, _ := filepath.Glob(filepath.Join(dist, "proxmox-mcp_*.deb"))
+		if len(debs) != 1 {
+			builds.err = &buildError{"make deb", nil, append(out, []byte("\nno single proxmox-mcp_*.deb in "+dist)...)}
+			return
+		}
+		builds.Deb = debs[0]
+	})
+	if builds.err != nil {
+		if _, err := exec.LookPath("dpkg-deb"); err != nil {
+			Unavailable(t, "dpkg-deb is not installed: %v", builds.err)
+		}
+		t.Fatal(builds.err)
+	}
+	return builds
+}
+
+type buildError struct {
+	what string
+	err  error
+	out  []byte
+}
+
+func (e *buildError) Error() string {
+	return e.what + ": " + strings.TrimSpace(tail(e.out, 30)) + " (" + errString(e.err) + ")"
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}
+
+// apidoc is PVE 9.1's apidoc.js from the shared fixtures beside the
+// repository.
+func apidoc(t *testing.T) []byte {
+	t.Helper()
+	p := filepath.Join(repoRoot(t), "..", "shared", "fixtures", "pve-9.1", "apidoc.js")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Skipf("the real PVE 9.1 schema is not here (../shared/fixtures must sit beside the repository): %v", err)
+	}
+	return data
+}
+
+// node boots a PVE node with the package copied to /root.
+func node(t *testing.T) (*Container, built) {
+	t.Helper()
+	dir := rootfs(t)
+	b := build(t)
+	n := &PVENode{SimBinary: b.Binary, FakePVE: b.FakePVE, APIDoc: apidoc(t)}
+	c := Boot(t, dir, Options{Prepare: n.Prepare})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.WaitPVE(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.CopyFile(b.Deb, "/root/"+filepath.Base(b.Deb), 0o644)
+	return c, b
+}
+
+// show is `systemctl show unit` as a map of the properties asked for.
+func (c *Container) show(unit string, props ...string) map[string]string {
+	c.t.Helper()
+	out := c.Must("systemctl", "show", unit, "--property="+strings.Join(props, ","))
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// mcpClient is an MCP session from the host to the daemon's loopback
+// listener inside the container (through its network namespace).
+func mcpClient(t *testing.T, c *Container, url, key string) (*client.Client, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	hc := &http.Client{Transport: &http.Transport{DialContext: c.Net.DialContext}}
+	mc, err := client.NewStreamableHttpClient(url,
+		mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
+		mcptransport.WithHTTPBasicClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "booted", Version: "1"}
+	if _, err := mc.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize %s: %v", url, err)
+	}
+	t.Cleanup(func() { mc.Close() })
+	return mc, ctx
+}
+
+func callText(t *testing.T, mc *client.Client, ctx context.Context, name string, args map[string]any) (bool, string) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := mc.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, ct := range res.Content {
+		if tc, ok := ct.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return res.IsError, b.String()
+}
+
+const unit = "proxmox-mcp.service"
+
+// TestBootedInstall: the package and the installer on a booted Debian 13
+// with systemd 257, in one container, as an operator goes: apt install
+// (the user is made, nothing starts), proxmox-mcp install --mode local
+// (the unit runs, READY and its status reported to systemd), a tool call
+// with the initial root key, the sandbox holding, and apt purge with
+// proxmox-mcp uninstall leaving nothing.
+func TestBootedInstall(t *testing.T) {
+	c, b := node(t)
+	deb := "/root/" + filepath.Base(b.Deb)
+
+	t.Run("apt install", func(t *testing.T) {
+		res := c.Run(context.Background(), "apt-get", "install", "-y", "--no-install-recommends", deb)
+		if !res.OK() {
+			t.Fatalf("apt-get install %s: %s", deb, res)
+		}
+		t.Logf("apt-get install took %s", res.Took.Round(time.Millisecond))
+		if !strings.Contains(res.Stdout, "nothing is enabled or started") {
+			t.Errorf("postinst did not say that nothing was started:\n%s", res.Stdout)
+		}
+		pw := c.Must("getent", "passwd", "proxmox-mcp")
+		if f := strings.Split(strings.TrimSpace(pw), ":"); len(f) < 7 || f[6] != "/usr/sbin/nologin" && f[6] != "/sbin/nologin" {
+			t.Errorf("the service user: %q, want a system user without a shell", pw)
+		}
+		p := c.show(unit, "LoadState", "ActiveState", "UnitFileState")
+		if p["LoadState"] != "loaded" || p["ActiveState"] != "inactive" || p["UnitFileState"] == "enabled" {
+			t.Errorf("after apt install, %s is %v: want loaded, inactive, not enabled", unit, p)
+		}
+		if res := c.Run(context.Background(), "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8765"); res.OK() {
+			t.Errorf("something listens on 127.0.0.1:8765 after apt install")
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	var key InitialKeyFile
+	t.Run("install local", func(t *testing.T) {
+		res := c.Run(context.Background(), "proxmox-mcp", "install", "--mode", "local", "--yes")
+		if !res.OK() {
+			t.Fatalf("proxmox-mcp install --mode local --yes: %s\nstatus:\n%s", res, c.Run(context.Background(), "systemctl", "status", "--no-pager", unit).Stdout)
+		}
+		t.Logf("proxmox-mcp install --mode local took %s", res.Took.Round(time.Millisecond))
+		p := c.show(unit, "ActiveState", "SubState", "StatusText", "NRestarts", "UnitFileState", "Type", "MainPID", "User")
+		if p["ActiveState"] != "active" || p["SubState"] != "running" || p["NRestarts"] != "0" || p["UnitFileState"] != "enabled" || p["Type"] != "notify" {
+			t.Errorf("systemctl show %s: %v; want active, running, enabled, Type=notify, NRestarts=0", unit, p)
+		}
+		if p["StatusText"] == "" {
+			t.Errorf("the daemon set no STATUS=: %v", p)
+		}
+		t.Logf("%s: %v", unit, p)
+		data, err := c.ReadFile("/root/proxmox-mcp-initial-key.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &key); err != nil || key.Key == "" || key.Endpoints.Loopback == "" {
+			t.Fatalf("initial key file: %v: %s", err, data)
+		}
+		if st, _ := c.root.Lstat("/root/proxmox-mcp-initial-key.json"); st == nil || st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("the initial key file is readable by others: %v", st)
+		}
+		if pid, _ := strconv.Atoi(p["MainPID"]); pid > 0 {
+			if rss := c.rss(pid); rss > 0 {
+				t.Logf("RSS of the running daemon: %.1f MiB", float64(rss)/(1<<20))
+			}
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("tool call", func(t *testing.T) {
+		mc, ctx := mcpClient(t, c, key.Endpoints.Loopback, key.Key)
+		if isErr, text := callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/version"}); isErr || !strings.Contains(text, "9.1") {
+			t.Fatalf("GET /version with the initial root key: error=%v %s", isErr, text)
+		}
+	})
+}
+
+// InitialKeyFile is the part of /root/proxmox-mcp-initial-key.json the
+// tests use.
+type InitialKeyFile struct {
+	Key       string `json:"key"`
+	Name      string `json:"name"`
+	Endpoints struct {
+		Loopback string `json:"loopback"`
+	} `json:"endpoints"`
+}
+
+var vmRSS = regexp.MustCompile(`(?m)^VmRSS:\s+(\d+) kB`)
+
+// rss is the resident set of a process of the container (by its pid
+// there), in bytes, or 0.
+func (c *Container) rss(pid int) int64 {
+	res := c.Run(context.Background(), "cat", "/proc/"+strconv.Itoa(pid)+"/status")
+	m := vmRSS.FindStringSubmatch(res.Stdout)
+	if m == nil {
+		return 0
+	}
+	kb, _ := strconv.ParseInt(m[1], 10, 64)
+	return kb << 10
+}
