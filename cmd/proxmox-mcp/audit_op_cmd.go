@@ -321,16 +321,21 @@ func asJournalOwner(path string) error {
 		}
 		return nil
 	}
-	// Groups first, then the group, then the user: after setresuid there
-	// is no way back, nor any need for one.
+	return becomeUser(int(st.Uid), int(st.Gid))
+}
+
+// becomeUser gives up root for uid and gid. Groups first, then the group,
+// then the user: after setresuid there is no way back, nor any need for
+// one.
+func becomeUser(uid, gid int) error {
 	if err := syscall.Setgroups([]int{}); err != nil {
-		return fmt.Errorf("giving up root for the journal's owner: %w", err)
+		return fmt.Errorf("giving up root for the state's owner: %w", err)
 	}
-	if err := syscall.Setresgid(int(st.Gid), int(st.Gid), int(st.Gid)); err != nil {
-		return fmt.Errorf("giving up root for the journal's owner: %w", err)
+	if err := syscall.Setresgid(gid, gid, gid); err != nil {
+		return fmt.Errorf("giving up root for the state's owner: %w", err)
 	}
-	if err := syscall.Setresuid(int(st.Uid), int(st.Uid), int(st.Uid)); err != nil {
-		return fmt.Errorf("giving up root for the journal's owner: %w", err)
+	if err := syscall.Setresuid(uid, uid, uid); err != nil {
+		return fmt.Errorf("giving up root for the state's owner: %w", err)
 	}
 	return nil
 }

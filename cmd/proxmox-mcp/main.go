@@ -55,6 +55,7 @@ func commands() map[string]command {
 		unitsCommands(),
 		installCommands(),
 		clusterCommands(),
+		toolsCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
 func TestMain(m *testing.M) {
@@ -36,12 +43,92 @@ func TestScripts(t *testing.T) {
 					ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(ts.ReadFile(f), ts.Getenv)), 0o600))
 				}
 			},
+			// simulator CONFIG: start the PVE simulator (the built-in demo
+			// schema, fast tasks) for the rest of the script, and write a
+			// daemon configuration for it to CONFIG: state in
+			// $WORK/state, the tier tokens in $WORK/tokens, writes allowed.
+			"simulator": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: simulator CONFIG")
+				}
+				ts.Check(startSimulator(ts, ts.MkAbs(args[0])))
+			},
+			// keyfile FILE: write the key the last command printed to FILE.
+			"keyfile": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: keyfile FILE")
+				}
+				k := regexp.MustCompile(`pmcp_[a-z2-7]{16}_[A-Za-z0-9_-]{43}`).FindString(ts.ReadFile("stdout"))
+				if k == "" {
+					ts.Fatalf("no key in the last command's output")
+				}
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(k+"\n"), 0o600))
+			},
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond == "fixtures" {
+			switch cond {
+			case "fixtures":
 				return statErr == nil, nil
+			case "root":
+				return os.Geteuid() == 0, nil
 			}
 			return false, nil
 		},
 	})
+}
+
+func startSimulator(ts *testscript.TestScript, cfgPath string) error {
+	work := ts.Getenv("WORK")
+	reg, err := schema.Parse(sim.DemoSchema())
+	if err != nil {
+		return err
+	}
+	s, err := sim.New(sim.Options{Registry: reg, Seed: 1, TaskDuration: 0.05})
+	if err != nil {
+		return err
+	}
+	srv, err := sim.Listen(s, "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	ts.Defer(func() { stop(); <-done })
+	apidoc := filepath.Join(work, "apidoc.js")
+	if err := os.WriteFile(apidoc, sim.DemoSchema(), 0o644); err != nil {
+		return err
+	}
+	tokDir := filepath.Join(work, "tokens")
+	if err := os.MkdirAll(tokDir, 0o700); err != nil {
+		return err
+	}
+	tokens := ""
+	for _, tier := range config.Tiers() {
+		tok, ok := s.Token("mcp@pve!" + tier)
+		if !ok {
+			return fmt.Errorf("the simulator has no %s token", tier)
+		}
+		path := filepath.Join(tokDir, tier)
+		if err := os.WriteFile(path, []byte(tok.Secret+"\n"), 0o600); err != nil {
+			return err
+		}
+		tokens += fmt.Sprintf("      %q: {\"id\": %q, \"secret_file\": %q},\n", tier, tok.ID, path)
+	}
+	cfg := fmt.Sprintf(`{
+  "version": 1,
+  "state_dir": %q,
+  "schema": {"path": %q},
+  "allow_mutations": true,
+  "pve": {
+    "url": %q,
+    "fingerprint": %q,
+    "tokens": {
+%s    },
+  },
+  "listen": {"loopback": {"address": "127.0.0.1:0"}},
+  "metrics": {"address": "127.0.0.1:0"},
+}
+`, filepath.Join(work, "state"), apidoc, srv.URL, srv.Fingerprint, tokens)
+	return os.WriteFile(cfgPath, []byte(cfg), 0o600)
 }
