@@ -281,6 +281,145 @@ func TestBootedInstall(t *testing.T) {
 			t.Fatalf("GET /version with the initial root key: error=%v %s", isErr, text)
 		}
 	})
+
+	t.Run("reload", func(t *testing.T) {
+		// A key made while the daemon runs, then systemctl reload: the
+		// reload goes through RELOADING=1 and READY=1 (systemctl waits for
+		// it) and the new key works; its policy denies a write, and the
+		// journal has the denial with its fields.
+		out := c.Must("proxmox-mcp", "key", "create", "--name", "alice", "--profile", "read-only", "--json")
+		var alice struct {
+			Key string `json:"key"`
+		}
+		if err := json.Unmarshal([]byte(out), &alice); err != nil || alice.Key == "" {
+			t.Fatalf("key create --json: %v: %s", err, out)
+		}
+		res := c.Run(context.Background(), "systemctl", "reload", unit)
+		if !res.OK() {
+			t.Fatalf("systemctl reload: %s", res)
+		}
+		t.Logf("systemctl reload took %s", res.Took.Round(time.Millisecond))
+		p := c.show(unit, "ActiveState", "SubState", "StatusText", "NRestarts")
+		if p["ActiveState"] != "active" || p["NRestarts"] != "0" {
+			t.Errorf("after reload: %v", p)
+		}
+		mc, ctx := mcpClient(t, c, key.Endpoints.Loopback, alice.Key)
+		if isErr, text := callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/version"}); isErr {
+			t.Fatalf("alice's read after the reload: %s", text)
+		}
+		isErr, text := callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
+		if !isErr {
+			t.Fatalf("a read-only key started a VM: %s", text)
+		}
+		t.Logf("alice's write: %s", text)
+		jr := c.Run(context.Background(), "journalctl", "--no-pager", "-u", unit, "PMCP_KEY_NAME=alice", "-o", "json")
+		var rows []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(jr.Stdout), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil {
+				rows = append(rows, m)
+			}
+		}
+		if len(rows) < 2 {
+			t.Fatalf("journalctl -u %s PMCP_KEY_NAME=alice: %d rows, want her two calls: %s", unit, len(rows), jr)
+		}
+		var denied map[string]any
+		for _, r := range rows {
+			if r["PMCP_METHOD"] == "POST" {
+				denied = r
+			}
+		}
+		t.Logf("the journal's row of the refused write: %v", denied)
+		if denied == nil || denied["PMCP_PATH"] != "/nodes/pve1/qemu/101/status/start" || denied["PMCP_TRANSPORT"] != "loopback" || denied["PMCP_TOOL"] != "proxmox_api_call" {
+			t.Errorf("no row of alice's POST with its path, transport and tool in the journal: %v", rows)
+		}
+		if denied != nil && denied["PMCP_DECISION"] == "deny" {
+			if out := c.Must("journalctl", "--no-pager", "-u", unit, "PMCP_DECISION=deny", "-o", "cat"); !strings.Contains(out, "alice") {
+				t.Errorf("journalctl PMCP_DECISION=deny has not alice's call:\n%s", out)
+			}
+		}
+		for _, r := range rows {
+			for k, v := range r {
+				if s, ok := v.(string); ok && strings.Contains(s, alice.Key) {
+					t.Errorf("the journal field %s holds alice's secret", k)
+				}
+			}
+		}
+	})
+
+	t.Run("failed reload", func(t *testing.T) {
+		const cfg = "/etc/proxmox-mcp/config.hujson"
+		good, err := c.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := c.root.Lstat(cfg)
+		c.WriteFile(cfg, append([]byte("{ this is not hujson\n"), good...), st.Mode().Perm())
+		res := c.Run(context.Background(), "systemctl", "reload", unit)
+		status := c.Run(context.Background(), "systemctl", "status", "--no-pager", "-n", "5", unit).Stdout
+		c.WriteFile(cfg, good, st.Mode().Perm())
+		t.Logf("systemctl reload of a broken configuration: exit %d; status:\n%s", res.Code, status)
+		p := c.show(unit, "ActiveState", "SubState", "StatusText", "NRestarts")
+		if p["ActiveState"] != "active" || p["SubState"] != "running" || p["NRestarts"] != "0" {
+			t.Errorf("a failed reload changed the service: %v", p)
+		}
+		if !strings.Contains(p["StatusText"], "reload") || !strings.Contains(p["StatusText"], "not applied") {
+			t.Errorf("StatusText does not say the reload failed: %q", p["StatusText"])
+		}
+		mc, ctx := mcpClient(t, c, key.Endpoints.Loopback, key.Key)
+		if isErr, text := callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/version"}); isErr {
+			t.Fatalf("after a failed reload the old state is gone: %s", text)
+		}
+		if res := c.Run(context.Background(), "systemctl", "reload", unit); !res.OK() {
+			t.Errorf("reload of the restored configuration: %s", res)
+		}
+	})
+
+	t.Run("hardening", func(t *testing.T) {
+		units := strings.Fields(c.Must("systemctl", "list-unit-files", "--no-legend", "--type=service", "proxmox-mcp*"))
+		for _, u := range units {
+			if !strings.HasSuffix(u, ".service") || strings.Contains(u, "@") {
+				continue
+			}
+			out := c.Run(context.Background(), "systemd-analyze", "security", "--no-pager", u)
+			m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindStringSubmatch(out.Stdout)
+			if m == nil {
+				t.Errorf("systemd-analyze security %s: %s", u, out)
+				continue
+			}
+			t.Logf("systemd-analyze security %s (online): %s", u, m[1])
+			if v, _ := strconv.ParseFloat(m[1], 64); v > 2.0 {
+				t.Errorf("systemd-analyze security %s: %s, want at most 2.0", u, m[1])
+			}
+		}
+		// From inside the running service's sandbox, as its user: nsenter
+		// into every namespace of its main process and drop to its uid.
+		if r := c.Run(context.Background(), "proxmox-mcp", "pki", "init"); !r.OK() {
+			t.Logf("proxmox-mcp pki init (for a CA key to try): %s", r)
+		}
+		pid := c.show(unit, "MainPID")["MainPID"]
+		secrets := []string{"/etc/shadow", "/root/proxmox-mcp-initial-key.json", EtcPVE + "/priv/pve-root-ca.key", EtcPVE + "/priv/token.cfg", EtcPVE + "/local/pve-ssl.key"}
+		if c.Exists("/etc/proxmox-mcp/pki/ca-key.pem") {
+			secrets = append(secrets, "/etc/proxmox-mcp/pki/ca-key.pem")
+		} else {
+			t.Logf("no CA key in /etc/proxmox-mcp/pki to try (local mode)")
+		}
+		if r := c.Run(context.Background(), "nsenter", "-t", pid, "-a", "-S", "follow", "-G", "follow", "--", "cat", "/usr/share/pve-docs/api-viewer/apidoc.js"); !r.OK() {
+			t.Fatalf("the sandbox probe cannot read what the daemon reads (apidoc.js): %s", r)
+		}
+		for _, f := range secrets {
+			if !c.Exists(f) {
+				t.Errorf("%s is not in the container to try", f)
+				continue
+			}
+			r := c.Run(context.Background(), "nsenter", "-t", pid, "-a", "-S", "follow", "-G", "follow", "--", "cat", f)
+			if r.OK() || r.Code < 0 {
+				t.Errorf("from the service's sandbox, %s was read (or the probe did not run): %s", f, r)
+				continue
+			}
+			t.Logf("sandbox: cat %s: %s", f, strings.TrimSpace(r.Stderr))
+		}
+	})
 }
 
 // InitialKeyFile is the part of /root/proxmox-mcp-initial-key.json the
