@@ -72,10 +72,17 @@ func buildSearchIndex(eps []*Endpoint) *searchIndex {
 				idx.docLen[i] += w
 			}
 		}
+		addJoined := func(text string, w float64) {
+			add(text, w)
+			for _, t := range compounds(text) {
+				tf[t] += w
+				idx.docLen[i] += w
+			}
+		}
 		add(ep.Tool, weightTool)
-		add(literalPath(ep.Path), weightPath)
+		addJoined(literalPath(ep.Path), weightPath)
 		add(ep.Handler, weightHandler)
-		add(ep.Description, weightDescription)
+		addJoined(ep.Description, weightDescription)
 		idx.subject[i] = pathSubject(ep.Path)
 		total += idx.docLen[i]
 		for t, f := range tf {
@@ -119,13 +126,27 @@ func (r *Registry) Search(query string, opts SearchOptions) []SearchResult {
 	scores := make(map[int32]float64)
 	n := float64(len(idx.eps))
 	var methodHints []string
-	for _, word := range tokenize(query) {
+	words := tokenize(query)
+	raw := rawWords(query)
+	for i, word := range words {
 		if m := methodHint(word); m != "" {
 			methodHints = append(methodHints, m)
 		}
 		terms := map[string]float64{word: 1}
 		for syn, w := range synonyms(word) {
 			terms[syn] = w
+		}
+		// A word and its neighbour written as one ("cloud init" and
+		// "cloud-init" find cloudinit, "move disk" finds move_disk): the
+		// joined word is a term of both, so it counts for two words.
+		for _, j := range []int{i - 1, i + 1} {
+			if j < 0 || j >= len(raw) || len(raw) != len(words) {
+				continue
+			}
+			a, b := raw[min(i, j)], raw[max(i, j)]
+			if joined := stem(a + b); len(idx.postings[joined]) > 0 {
+				terms[joined] = 1
+			}
 		}
 		// A query word scores once per document, through its best term.
 		best := map[int32]float64{}
@@ -158,7 +179,7 @@ func (r *Registry) Search(query string, opts SearchOptions) []SearchResult {
 		if !keep(ep, opts) {
 			continue
 		}
-		if slices.Contains(methodHints, ep.Method) {
+		if slices.Contains(methodHints, ep.Method) || (ep.Method != "GET" && slices.Contains(methodHints, methodAct)) {
 			s += weightMethodHint
 		}
 		results = append(results, SearchResult{Endpoint: ep, Score: s})
@@ -188,6 +209,31 @@ func keep(ep *Endpoint, opts SearchOptions) bool {
 		return false
 	}
 	return opts.Filter == nil || opts.Filter(ep)
+}
+
+// rawWords are the words of a query as tokenize splits them, lower-cased
+// but not stemmed (so that two of them can be joined before stemming).
+func rawWords(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(c rune) bool {
+		return (c < 'a' || c > 'z') && (c < '0' || c > '9')
+	})
+}
+
+// compounds are the words of text that are written with - or _ between
+// two or three parts, joined into one ("cloud-init" → cloudinit,
+// "move_disk" → movedisk), so that a query that writes them joined finds
+// them.
+func compounds(text string) []string {
+	var out []string
+	for _, chunk := range strings.FieldsFunc(strings.ToLower(text), func(c rune) bool {
+		return (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_'
+	}) {
+		parts := strings.FieldsFunc(chunk, func(c rune) bool { return c == '-' || c == '_' })
+		if len(parts) >= 2 && len(parts) <= 3 {
+			out = append(out, stem(strings.Join(parts, "")))
+		}
+	}
+	return out
 }
 
 // tokenize lower-cases text, splits it on anything but letters and digits,
@@ -267,11 +313,19 @@ func synonyms(word string) map[string]float64 {
 	return nil
 }
 
+// methodAct is the hint of a word that names an action: any method but
+// GET, so that the endpoint that acts ranks above its read-only twin
+// (POST …/migrate migrates; GET …/migrate only checks the preconditions).
+const methodAct = "!GET"
+
 // methodHint maps a query word to the HTTP method it implies.
 func methodHint(word string) string {
 	switch word {
-	case "list", "get", "show", "read", "status", "info", "view":
+	case "list", "get", "show", "read", "status", "info", "view", "precondition", "check":
 		return "GET"
+	case "migrate", "clone", "resize", "rollback", "move", "restore", "template", "convert",
+		"shutdown", "reboot", "suspend", "resume", "reset", "regenerate", "apply", "execute":
+		return methodAct
 	case "create", "add", "new", "start", "stop", "run", "make":
 		return "POST"
 	case "set", "update", "modify", "change", "edit", "configure":

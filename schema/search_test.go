@@ -21,6 +21,18 @@ func TestSearchRanksRelevantEndpointsFirst(t *testing.T) {
 		{"cluster resources", 1, "GET /cluster/resources"},
 		{"delete vm", 1, "DELETE /nodes/{node}/qemu/{vmid}"},
 		{"get_nodes_qemu_status_current", 1, "GET /nodes/{node}/qemu/{vmid}/status/current"},
+		// Words match across -, _ and joined: PVE writes cloudinit.
+		{"cloud-init", 3, "GET /nodes/{node}/qemu/{vmid}/cloudinit"},
+		{"cloud-init", 3, "PUT /nodes/{node}/qemu/{vmid}/cloudinit"},
+		{"cloud init dump", 1, "GET /nodes/{node}/qemu/{vmid}/cloudinit/dump"},
+		{"cloud_init", 3, "GET /nodes/{node}/qemu/{vmid}/cloudinit/dump"},
+		{"downloadurl", 1, "POST /nodes/{node}/storage/{storage}/download-url"},
+		{"move disk", 3, "POST /nodes/{node}/qemu/{vmid}/move_disk"},
+		{"movedisk", 3, "POST /nodes/{node}/qemu/{vmid}/move_disk"},
+		// An action ranks the endpoint that acts above its read-only twin.
+		{"migrate container", 1, "POST /nodes/{node}/lxc/{vmid}/migrate"},
+		{"migrate vm", 1, "POST /nodes/{node}/qemu/{vmid}/migrate"},
+		{"migration preconditions vm", 1, "GET /nodes/{node}/qemu/{vmid}/migrate"},
 	} {
 		res := r.Search(tc.query, SearchOptions{Limit: tc.top})
 		found := false
