@@ -302,6 +302,7 @@ func TestNodeSDKRefused(t *testing.T) {
 var compactTools = map[string][4]bool{
 	"proxmox_api_call":          {false, true, false, true},
 	"proxmox_api_describe":      {true, false, true, false},
+	"proxmox_api_get":           {true, false, true, true},
 	"proxmox_api_search":        {true, false, true, false},
 	"proxmox_cluster_resources": {true, false, true, false},
 	"proxmox_guest_power":       {false, true, false, false},
@@ -448,8 +449,8 @@ func checkReadOnly(t *testing.T, c nodeClient, res nodeResult) {
 	}
 	checkTools(t, res.Tools, visible, []string{"proxmox_guest_power"})
 	for _, tl := range res.Tools {
-		// The generic call tool stays: reads go through it too, and the
-		// policy refuses the rest (below).
+		// The generic call tool stays (it still takes GET), and the
+		// policy refuses its writes (below); reads have proxmox_api_get.
 		if tl.Name != "proxmox_api_call" && tl.Annotations != nil && tl.Annotations.ReadOnly != nil && !*tl.Annotations.ReadOnly {
 			t.Errorf("a read-only key is shown the write tool %s", tl.Name)
 		}

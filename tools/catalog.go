@@ -17,6 +17,7 @@ const (
 	ToolSearch       = "proxmox_api_search"
 	ToolDescribe     = "proxmox_api_describe"
 	ToolCall         = "proxmox_api_call"
+	ToolGet          = "proxmox_api_get"
 	ToolSchemaStatus = "proxmox_schema_status"
 	ToolTaskWait     = "proxmox_task_wait"
 	ToolResources    = "proxmox_cluster_resources"
@@ -56,11 +57,12 @@ func endpointHints(ep *schema.Endpoint) hints {
 func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 	search := server.ServerTool{Tool: searchTool(s.opts.Mode), Handler: s.handleSearch}
 	call := server.ServerTool{Tool: callTool(s.opts.Mode), Handler: s.handleCall}
+	get := server.ServerTool{Tool: getTool(s.opts.Mode), Handler: s.handleGet}
 	if s.opts.Mode == ModeSearch {
-		return []server.ServerTool{search, call}
+		return []server.ServerTool{search, get, call}
 	}
 	list := []server.ServerTool{
-		search, call,
+		search, get, call,
 		{Tool: describeTool(), Handler: s.handleDescribe},
 		{Tool: schemaStatusTool(), Handler: s.handleSchemaStatus},
 		{Tool: taskWaitTool(), Handler: s.handleTaskWait},
@@ -83,7 +85,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 // and the extra tools of Options.
 func (s *Server) alwaysVisible(name string) bool {
 	switch name {
-	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal:
+	case ToolSearch, ToolGet, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait, ToolOperation, ToolJournal:
 		return true
 	}
 	return s.extra[name]
@@ -98,7 +100,7 @@ func (s *Server) toolVisible(name string, v visibility) bool {
 		return true
 	}
 	switch name {
-	case ToolSearch, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait:
+	case ToolSearch, ToolGet, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait:
 		return true
 	case ToolResources:
 		return v["get_cluster_resources"] != nil
@@ -178,7 +180,7 @@ func searchTool(m Mode) mcp.Tool {
 		"query":    map[string]any{"type": "string", "minLength": 1, "description": "What you want to do, e.g. \"start vm\" or \"snapshot\"."},
 		"method":   map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}, "description": "Only this HTTP method."},
 		"max_risk": map[string]any{"type": "string", "enum": []string{"read", "write", "destructive"}, "description": "Only endpoints up to this risk."},
-		"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": 50, "description": "Most results (default 10)."},
+		"limit":    map[string]any{"type": "integer", "minimum": 1, "maximum": 50, "description": fmt.Sprintf("Most results (default %d).", searchDefaultLimit)},
 	}
 	desc := "Search the Proxmox VE API for endpoints your key may use, ranked by relevance. Returns tool name, method, path template, risk and summary."
 	root := map[string]any{"type": "object", "properties": props, "required": []string{"query"}, "additionalProperties": false}
@@ -225,14 +227,14 @@ func callTool(m Mode) mcp.Tool {
 		see = ToolSearch + " with describe"
 	}
 	props := map[string]any{
-		"method": map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}},
+		"method": map[string]any{"type": "string", "enum": []string{"GET", "POST", "PUT", "DELETE"}, "description": "POST, PUT or DELETE; GET is still accepted, but reads belong in " + ToolGet + ", the read-only tool."},
 		"path":   map[string]any{"type": "string", "description": "A concrete API path, e.g. /nodes/pve1/qemu/100/status/start. Percent-encode '/' inside a value (%2F)."},
 		"params": map[string]any{"type": "object", "description": "The endpoint's parameters (see " + see + ")."},
 	}
 	for k, v := range shapeProperties("") {
 		props[k] = v
 	}
-	desc := "Call the Proxmox VE API. Arguments are checked against the endpoint's schema and your policy before anything is sent; a refusal says why. Long-running calls return a UPID (wait to follow it)."
+	desc := "Call the Proxmox VE API to change something (POST, PUT, DELETE; reads go through " + ToolGet + ", which changes nothing). Arguments are checked against the endpoint's schema and your policy before anything is sent; a refusal says why. Long-running calls return a UPID (wait to follow it)."
 	root := map[string]any{"type": "object", "properties": props, "required": []string{"method", "path"}, "additionalProperties": false}
 	if m == ModeSearch {
 		// With no approve tool in this mode, the call tool approves.
@@ -251,6 +253,33 @@ func callTool(m Mode) mcp.Tool {
 		mcp.WithDescription(desc),
 		rawSchema(root),
 		annotate("Call the Proxmox API", hints{destructive: true, openWorld: true}),
+	)
+}
+
+// getArgs are the arguments of proxmox_api_get: a read takes no write
+// controls (wait, dry_run, operation_key, change, keep_plan).
+var getArgs = []string{"path", "params", "fields", "omit", "limit", "offset", "confirm"}
+
+// getTool is the read tool: GET only, so it is read-only and idempotent
+// whatever the path. It is open-world because two GET endpoints make PVE
+// fetch from outside the cluster (query-url-metadata, query-oci-repo-tags).
+func getTool(m Mode) mcp.Tool {
+	see := ToolDescribe
+	if m == ModeSearch {
+		see = ToolSearch + " with describe"
+	}
+	props := map[string]any{
+		"path":   map[string]any{"type": "string", "description": "A concrete API path, e.g. /nodes/pve1/qemu/100/config. Percent-encode '/' inside a value (%2F)."},
+		"params": map[string]any{"type": "object", "description": "The endpoint's query parameters (see " + see + ")."},
+	}
+	shape := shapeProperties("")
+	for _, k := range getArgs[2:] {
+		props[k] = shape[k]
+	}
+	return mcp.NewTool(ToolGet,
+		mcp.WithDescription("Read from the Proxmox VE API (GET): the path is checked against the endpoint's schema and your policy; nothing is changed. Shape big answers with fields, omit, limit and offset."),
+		rawSchema(map[string]any{"type": "object", "properties": props, "required": []string{"path"}, "additionalProperties": false}),
+		annotate("Read the Proxmox API", hints{readOnly: true, idempotent: true, openWorld: true}),
 	)
 }
 

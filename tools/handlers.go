@@ -292,6 +292,43 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, change: sh.change, keepPlan: sh.keepPlan, progressToken: progressToken(req)}), nil
 }
 
+// handleGet is proxmox_api_get: proxmox_api_call with GET and only the
+// arguments a read takes.
+func (s *Server) handleGet(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := argsOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := onlyKeys(a, getArgs...); err != nil {
+		return nil, err
+	}
+	path, err := optString(a, "path")
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(path, "/") {
+		return nil, argError("path", "must be a concrete API path starting with '/', such as /nodes/pve1/qemu")
+	}
+	params := map[string]any{}
+	if v, ok := a["params"]; ok && v != nil {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, argError("params", "must be an object of the endpoint's parameters")
+		}
+		params = m
+	}
+	sh, err := shapingArgs(a, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.callEndpoint(ctx, c, callRequest{tool: ToolGet, method: "GET", path: path, args: params, shape: sh.shape,
+		confirm: sh.confirm, progressToken: progressToken(req)}), nil
+}
+
 // handleEndpoint is an expanded-mode tool: its name picks the endpoint,
 // its arguments are the endpoint's parameters (path variables included)
 // plus _-prefixed shaping.
@@ -371,7 +408,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return nil, err
 	}
 	if !set {
-		limit = 10
+		limit = searchDefaultLimit
 	}
 	opts := schema.SearchOptions{Limit: limit, Method: method}
 	if mr, err := optString(a, "max_risk"); err != nil {
@@ -395,7 +432,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		ep := h.Endpoint
 		results = append(results, map[string]any{
 			"tool": ep.Tool, "method": ep.Method, "path": ep.Path, "risk": ep.Risk.String(),
-			"summary": firstSentence(ep.Description), "score": math.Round(h.Score*100) / 100,
+			"summary": firstSentence(ep.Description),
 		})
 		lines = append(lines, fmt.Sprintf("%s %s (%s)", ep.Method, ep.Path, ep.Risk))
 	}
@@ -405,6 +442,11 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	return structured(summary+".", map[string]any{"query": query, "results": results, "visible_endpoints": len(visible)}), nil
 }
+
+// searchDefaultLimit is how many endpoints a search returns unless asked
+// for more: the best few are what an agent describes next, and a search
+// should not cost more than the describe that follows it.
+const searchDefaultLimit = 5
 
 func firstSentence(s string) string {
 	s = strings.TrimSpace(strings.Join(strings.Fields(s), " "))

@@ -71,7 +71,7 @@ func TestSearchModeDescribes(t *testing.T) {
 	h := newHarness(t, harnessOpts{mode: ModeSearch, reg: demoRegistry(t)})
 	c, ctx := h.as("operator")
 	names := toolNames(t, c, ctx)
-	if len(names) != 2 {
+	if len(names) != 3 {
 		t.Fatalf("search mode lists %v", names)
 	}
 	res, content := call(t, c, ctx, ToolSearch, map[string]any{"describe": "post_nodes_qemu_status_start"})
@@ -88,7 +88,7 @@ func TestSearchModeDescribes(t *testing.T) {
 	}
 	_, content = call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"})
 	notes, _ := json.Marshal(content["notes"])
-	if !strings.Contains(string(notes), "proxmox_api_call GET /nodes/pve1/tasks/UPID") || strings.Contains(string(notes), ToolTaskWait) {
+	if !strings.Contains(string(notes), "proxmox_api_get /nodes/pve1/tasks/UPID") || strings.Contains(string(notes), ToolTaskWait) {
 		t.Errorf("follow hint in search mode: %s", notes)
 	}
 	init, err := c.Initialize(context.Background(), mcp.InitializeRequest{})

@@ -111,19 +111,20 @@ func area(path string) string {
 
 // onboardingSteps are the first steps with the tools of the mode.
 func (s *Server) onboardingSteps() []string {
-	call := "proxmox_api_call with method, a concrete path (/nodes/pve1/qemu/100/status/start) and params makes the call.\n" +
+	call := "proxmox_api_get with a concrete path (/nodes/pve1/qemu/100/config) reads; proxmox_api_call with method (POST, PUT, DELETE),\n" +
+		"   a concrete path (/nodes/pve1/qemu/100/status/start) and params makes a change.\n" +
 		"   Everything is checked before it is sent; a refusal says which rule refused and why."
 	if s.opts.Mode == ModeSearch {
 		return []string{
-			"proxmox_api_call GET /cluster/resources lists every guest, node and storage you may see.",
+			"proxmox_api_get /cluster/resources lists every guest, node and storage you may see.",
 			`proxmox_api_search with what you want to do ("start vm", "snapshot", "backup") finds the endpoint.`,
 			"proxmox_api_search with describe set to its tool name shows the parameters and their rules.",
 			call,
-			"Long-running calls return a UPID: pass wait (seconds) to follow the task, or read GET /nodes/{node}/tasks/{upid}/status.",
+			"Long-running calls return a UPID: pass wait (seconds) to follow the task, or read /nodes/{node}/tasks/{upid}/status with proxmox_api_get.",
 		}
 	}
 	return []string{
-		"proxmox_cluster_resources (or proxmox_api_call GET /cluster/resources) lists every guest, node and storage you may see.",
+		"proxmox_cluster_resources (or proxmox_api_get /cluster/resources) lists every guest, node and storage you may see.",
 		`proxmox_api_search with what you want to do ("start vm", "snapshot", "backup") finds the endpoint.`,
 		"proxmox_api_describe with its tool name shows the parameters and their rules.",
 		call,

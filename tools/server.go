@@ -240,11 +240,13 @@ func instructions(m Mode) string {
 	s := "This server operates a Proxmox VE host through its API, under a policy bound to your key. "
 	if m == ModeSearch {
 		s += "Find endpoints with proxmox_api_search (query), read an endpoint's parameters with proxmox_api_search " +
-			"(describe: its tool name), and call it with proxmox_api_call (method, a concrete path such as /nodes/pve1/qemu, params). " +
-			"Long-running calls return a UPID; pass wait to follow the task, or read GET /nodes/{node}/tasks/{upid}/status. "
+			"(describe: its tool name), read with proxmox_api_get (a concrete path such as /nodes/pve1/qemu, params) and change things with " +
+			"proxmox_api_call (method POST, PUT or DELETE, path, params). " +
+			"Long-running calls return a UPID; pass wait to follow the task, or read /nodes/{node}/tasks/{upid}/status with proxmox_api_get. "
 	} else {
 		s += "Find endpoints with proxmox_api_search, read their parameters with proxmox_api_describe, and call them with " +
-			"proxmox_api_call (method, a concrete path such as /nodes/pve1/qemu, params). Long-running calls return a UPID; " +
+			"proxmox_api_get (reads: a concrete path such as /nodes/pve1/qemu, params) or proxmox_api_call (changes: method POST, PUT or DELETE, path, params). " +
+			"Long-running calls return a UPID; " +
 			"pass wait to follow the task, or use proxmox_task_wait. "
 	}
 	if m == ModeExpanded {
@@ -287,7 +289,7 @@ func (s *Server) followHint(upid string) string {
 		if u, err := pve.ParseUPID(upid); err == nil {
 			node = u.Node
 		}
-		return ToolCall + " GET " + pve.Path("nodes", node, "tasks", upid, "status")
+		return ToolGet + " " + pve.Path("nodes", node, "tasks", upid, "status")
 	}
 	return ToolTaskWait
 }

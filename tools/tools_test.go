@@ -73,8 +73,8 @@ func TestToolSchemasAndAnnotations(t *testing.T) {
 			}
 			switch mode {
 			case ModeSearch:
-				if len(res.Tools) != 2 {
-					t.Errorf("search mode has %d tools, want 2", len(res.Tools))
+				if len(res.Tools) != 3 {
+					t.Errorf("search mode has %d tools, want 3", len(res.Tools))
 				}
 			case ModeExpanded:
 				if len(res.Tools) < 600 {
@@ -382,6 +382,36 @@ func TestSearchTool(t *testing.T) {
 	}
 }
 
+// A search returns five results by default, without scores, and costs
+// about what the describe of its first result costs, which an agent reads
+// next: at most 2.5 KB on 9.1 (2.0-2.3 KB; the describes 1.2-2.7 KB). With
+// ten results and their scores it was about 4 KB.
+func TestSearchCostsLessThanDescribe(t *testing.T) {
+	h := newHarness(t, harnessOpts{reg: realRegistry(t)})
+	c, ctx := h.as("root")
+	for _, q := range []string{"start vm", "snapshot", "migrate container", "cloud-init"} {
+		res, content := call(t, c, ctx, ToolSearch, map[string]any{"query": q})
+		if q == "start vm" && len(content["results"].([]any)) != searchDefaultLimit {
+			t.Errorf("search %q: %d results, want the default %d", q, len(content["results"].([]any)), searchDefaultLimit)
+		}
+		results, _ := content["results"].([]any)
+		if res.IsError || len(results) == 0 || len(results) > searchDefaultLimit {
+			t.Fatalf("search %q: %d results, want 1 to %d: %s", q, len(results), searchDefaultLimit, text(res))
+		}
+		first := results[0].(map[string]any)
+		if _, has := first["score"]; has {
+			t.Errorf("search %q: results carry scores", q)
+		}
+		desc, _ := call(t, c, ctx, ToolDescribe, map[string]any{"tool": first["tool"]})
+		sb, _ := json.Marshal(res)
+		db, _ := json.Marshal(desc)
+		t.Logf("%q: search %d bytes, describe of %s %d bytes", q, len(sb), first["tool"], len(db))
+		if len(sb) > 2500 {
+			t.Errorf("search %q is %d bytes, over 2.5 KB (the describe of its first result: %d)", q, len(sb), len(db))
+		}
+	}
+}
+
 // A config edit without a digest is planned against the current one; a
 // stale digest is PVE's refusal, explained.
 func TestConfigEditCarriesDigest(t *testing.T) {
@@ -578,5 +608,69 @@ func TestOnboardingPrompt(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("onboarding lacks %q:\n%s", want, body)
 		}
+	}
+}
+
+// proxmox_api_get reads with a read tool's annotations: GET only, shaped
+// like any answer, journalled under its own name; the write arguments are
+// not its own, and a write path is read, never written.
+func TestAPIGet(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("read-only")
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tl := range res.Tools {
+		if tl.Name != ToolGet {
+			continue
+		}
+		found = true
+		a := tl.Annotations
+		if !*a.ReadOnlyHint || *a.DestructiveHint || !*a.IdempotentHint {
+			t.Errorf("%s: annotations readOnly %v destructive %v idempotent %v", ToolGet, *a.ReadOnlyHint, *a.DestructiveHint, *a.IdempotentHint)
+		}
+	}
+	if !found {
+		t.Fatalf("a read-only key is not shown %s", ToolGet)
+	}
+	r, content := call(t, c, ctx, ToolGet, map[string]any{"path": "/cluster/resources", "params": map[string]any{"type": "vm"}, "fields": []any{"vmid", "status"}, "limit": 2})
+	if r.IsError {
+		t.Fatal(text(r))
+	}
+	if items, _ := content["data"].([]any); len(items) != 2 || len(items[0].(map[string]any)) != 2 {
+		t.Errorf("shaped read: %v", content)
+	}
+	for _, bad := range []map[string]any{
+		{"path": "/nodes/pve1/qemu/101/status/start", "method": "POST"},
+		{"path": "/nodes/pve1/qemu/101/status/current", "dry_run": true},
+		{"path": "/nodes/pve1/qemu/101/status/current", "operation_key": "k1"},
+	} {
+		r, _ := call(t, c, ctx, ToolGet, bad)
+		if !r.IsError || !strings.Contains(text(r), "is not an argument of this tool") {
+			t.Errorf("%v: %s", bad, text(r))
+		}
+	}
+	// A path that has only a POST is not a read.
+	r, _ = call(t, c, ctx, ToolGet, map[string]any{"path": "/nodes/pve1/qemu/101/status/start"})
+	if !r.IsError {
+		t.Errorf("GET of a POST-only path: %s", text(r))
+	}
+	_, content = call(t, c, ctx, ToolGuestStatus, map[string]any{"vmid": 101})
+	if st, _ := content["data"].(map[string]any); st["status"] != "stopped" {
+		t.Errorf("VM 101 after the reads: %v", content)
+	}
+	h.audit.mu.Lock()
+	defer h.audit.mu.Unlock()
+	var methods []string
+	for _, rec := range h.audit.records {
+		if rec.call.Tool == ToolGet {
+			methods = append(methods, rec.call.Method)
+		}
+	}
+	// The argument errors are journalled before any method is known.
+	if !slices.Contains(methods, "GET") || slices.ContainsFunc(methods, func(m string) bool { return m != "GET" && m != "" }) {
+		t.Errorf("journal rows of %s: methods %v, want GET only", ToolGet, methods)
 	}
 }
