@@ -100,6 +100,8 @@ type Daemon struct {
 	// errc carries the first listener failure to Run.
 	errc  chan error
 	ready chan struct{}
+	// started is when New began (Status).
+	started time.Time
 }
 
 type listener struct {
@@ -120,7 +122,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		opts.Logger = slog.Default()
 	}
 	cfg := opts.Config
-	d := &Daemon{opts: opts, cfg: cfg, log: opts.Logger, ready: make(chan struct{}), errc: make(chan error, 1)}
+	d := &Daemon{opts: opts, cfg: cfg, log: opts.Logger, ready: make(chan struct{}), errc: make(chan error, 1), started: time.Now()}
 	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}

@@ -42,6 +42,7 @@ func (d *Daemon) newMetrics() (*metrics.Metrics, error) {
 			return d.jrnl.Pending(ctx)
 		},
 		Journal: func() journal.Stats { return d.jrnl.Stats() },
+		Status:  func(ctx context.Context) any { return d.Status(ctx) },
 		Logger:  d.log,
 	})
 }

@@ -14,6 +14,7 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -68,6 +69,10 @@ type Options struct {
 	PendingTTL time.Duration
 	// Journal returns the journal's write counters.
 	Journal func() journal.Stats
+	// Status, when set, is the daemon's state as one JSON value, served at
+	// /status.json (what `proxmox-mcp status` reads). It must hold nothing
+	// /metrics would not show: counts, addresses and states, no key names.
+	Status func(context.Context) any
 	// Logger receives scrape errors.
 	Logger *slog.Logger
 	// Now is the clock of the Pending cache (time.Now).
@@ -357,6 +362,9 @@ func (m *Metrics) Handler(hosts []string) http.Handler {
 		EnableOpenMetrics:   true,
 	}))
 	mux.HandleFunc("GET /{$}", m.statusPage)
+	if m.o.Status != nil {
+		mux.HandleFunc("GET /status.json", m.statusJSON)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowed[strings.ToLower(r.Host)] {
 			http.Error(w, "forbidden: Host "+strconv.Quote(r.Host)+" is not this listener's", http.StatusForbidden)
@@ -364,6 +372,20 @@ func (m *Metrics) Handler(hosts []string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// statusJSON serves Options.Status.
+func (m *Metrics) statusJSON(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	b, err := json.Marshal(m.o.Status(ctx))
+	if err != nil {
+		http.Error(w, "status: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(b, '\n')) //nolint:errcheck // the client's own failure
 }
 
 // stateCollector reads, at each scrape, what the daemon is: sessions, the

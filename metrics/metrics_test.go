@@ -202,6 +202,34 @@ func TestHandler(t *testing.T) {
 	if page.Code != 200 || strings.Contains(page.Body.String(), "<b>1</b>") || !strings.Contains(page.Body.String(), "&lt;b&gt;1&lt;/b&gt;") {
 		t.Errorf("page: %d %s", page.Code, page.Body.String())
 	}
+	if rec := get("127.0.0.1:9765", "/status.json"); rec.Code != http.StatusNotFound {
+		t.Errorf("/status.json without Options.Status: %d", rec.Code)
+	}
+}
+
+// TestStatusJSON: /status.json is Options.Status as JSON, behind the same
+// Host check.
+func TestStatusJSON(t *testing.T) {
+	m, err := New(Options{Logger: quiet(), Status: func(ctx context.Context) any {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("Status without a deadline")
+		}
+		return map[string]any{"state": "serving", "keys": 2}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler([]string{"127.0.0.1:9765"})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:9765/status.json", nil))
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" || rec.Body.String() != `{"keys":2,"state":"serving"}`+"\n" {
+		t.Errorf("/status.json: %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://evil.example/status.json", nil))
+	if rec.Code != http.StatusForbidden {
+		t.Errorf("foreign host: %d", rec.Code)
+	}
 }
 
 // BenchmarkCallMetrics is what the metrics add to one tool call that

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -52,6 +55,24 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("usage: simulator CONFIG")
 				}
 				ts.Check(startSimulator(ts, ts.MkAbs(args[0])))
+			},
+			// waitfor URL: poll URL until it answers 200 (10 s at most).
+			"waitfor": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: waitfor URL")
+				}
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					resp, err := http.Get(args[0])
+					if err == nil {
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusOK {
+							return
+						}
+					}
+					if time.Now().After(deadline) {
+						ts.Fatalf("%s did not answer 200 within 10 s: %v", args[0], err)
+					}
+				}
 			},
 			// keyfile FILE: write the key the last command printed to FILE.
 			"keyfile": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -99,6 +120,15 @@ func startSimulator(ts *testscript.TestScript, cfgPath string) error {
 	if err := os.WriteFile(apidoc, sim.DemoSchema(), 0o644); err != nil {
 		return err
 	}
+	// A port free now for the metrics listener, in $METRICS, for scripts
+	// that run serve and ask it (status).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	ts.Setenv("METRICS", metricsAddr)
 	tokDir := filepath.Join(work, "tokens")
 	if err := os.MkdirAll(tokDir, 0o700); err != nil {
 		return err
@@ -127,8 +157,8 @@ func startSimulator(ts *testscript.TestScript, cfgPath string) error {
 %s    },
   },
   "listen": {"loopback": {"address": "127.0.0.1:0"}},
-  "metrics": {"address": "127.0.0.1:0"},
+  "metrics": {"address": %q},
 }
-`, filepath.Join(work, "state"), apidoc, srv.URL, srv.Fingerprint, tokens)
+`, filepath.Join(work, "state"), apidoc, srv.URL, srv.Fingerprint, tokens, metricsAddr)
 	return os.WriteFile(cfgPath, []byte(cfg), 0o600)
 }
