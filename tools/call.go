@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,11 +174,40 @@ func (s *Server) refusalText(r *plan.Refusal, req callRequest) string {
 		return r.Err.Error() + ". Nothing was sent."
 	case plan.StageValidate:
 		ep := r.Plan.Endpoint
-		return r.Err.Error() + "\nNothing was sent. See " + s.describeHint(ep) + " for the parameters of " + ep.Method + " " + ep.Path + "."
+		return r.Err.Error() + syntaxHints(ep, r.Err) + "\nNothing was sent. See " + s.describeHint(ep) + " for the parameters of " + ep.Method + " " + ep.Path + "."
 	case plan.StageSwitch:
 		return "Refused: " + r.Err.Error() + ". Nothing was sent."
 	}
 	return "The call could not be planned; nothing was sent: " + r.Err.Error()
+}
+
+// syntaxHints says, for each parameter a validation error names, how its
+// value is written (syntax, unit, default), so that the caller can fix the
+// call without a describe.
+func syntaxHints(ep *schema.Endpoint, err error) string {
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		return ""
+	}
+	seen := map[string]bool{}
+	var names []string
+	for k := range ve.Errors {
+		name, _, _ := strings.Cut(k, ".")
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		p := ep.ParamFor(name)
+		if p == nil || (len(p.Enum) > 0 && p.TypeText == "") {
+			continue // PVE's message already lists an enum's values
+		}
+		fmt.Fprintf(&b, "\n%s: %s.", name, p.Hint())
+	}
+	return b.String()
 }
 
 // callEndpoint runs a call through every check, then PVE, then shapes the

@@ -674,3 +674,22 @@ func TestAPIGet(t *testing.T) {
 		t.Errorf("journal rows of %s: methods %v, want GET only", ToolGet, methods)
 	}
 }
+
+// A validation error says how the value is written (PVE's syntax, the
+// unit its description names, the default), so the caller can fix the
+// call without a describe.
+func TestValidationErrorTeachesSyntax(t *testing.T) {
+	h := newHarness(t, harnessOpts{reg: realRegistry(t)})
+	c, ctx := h.as("root")
+	res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "PUT", "path": "/nodes/pve1/qemu/100/config", "params": map[string]any{"memory": "lots", "cores": 0}})
+	got := text(res)
+	for _, want := range []string{
+		"memory: syntax [current=]<integer>, in MiB, default 512.",
+		"cores: syntax <integer> (1 - N), default 1.",
+		"Nothing was sent.",
+	} {
+		if !res.IsError || !strings.Contains(got, want) {
+			t.Errorf("validation error lacks %q:\n%s", want, got)
+		}
+	}
+}
