@@ -179,6 +179,11 @@ cp "$work/local/proxmox-mcp.conf" "$root/usr/lib/sysusers.d/"
 "$run" help --man >"$work/proxmox-mcp.1"
 gzip -9n <"$work/proxmox-mcp.1" >"$root/usr/share/man/man1/proxmox-mcp.1.gz"
 
+# Shell completion for bash and zsh, from the binary's own command table.
+mkdir -p "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions"
+"$run" completion bash >"$root/usr/share/bash-completion/completions/proxmox-mcp"
+"$run" completion zsh >"$root/usr/share/zsh/vendor-completions/_proxmox-mcp"
+
 # The copyright file: the project and every module the binary links.
 CGO_ENABLED=0 GOOS=linux GOARCH=$goarch "$GO" run ./packaging/debcopyright \
 	-years "$years" -license "$top/LICENSE" >"$doc/copyright"

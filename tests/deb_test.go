@@ -267,6 +267,8 @@ var debFiles = map[string]fs.FileMode{
 	"usr/share/doc/proxmox-mcp/copyright":                  0o644,
 	"usr/share/doc/proxmox-mcp/changelog.Debian.gz":        0o644,
 	"usr/share/lintian/overrides/proxmox-mcp":              0o644,
+	"usr/share/bash-completion/completions/proxmox-mcp":    0o644,
+	"usr/share/zsh/vendor-completions/_proxmox-mcp":        0o644,
 }
 
 func TestDebFilesModesOwners(t *testing.T) {
@@ -406,6 +408,21 @@ func TestDebContents(t *testing.T) {
 	for _, want := range []string{`.SS "key create"`, `.SS "units render"`, `.SS "serve"`, ".SH FILES"} {
 		if !strings.Contains(man, want) {
 			t.Errorf("the manual page lacks %s", want)
+		}
+	}
+
+	// The completion scripts are what the binary prints (golden in
+	// cmd/proxmox-mcp/testdata).
+	for name, g := range map[string]string{
+		"usr/share/bash-completion/completions/proxmox-mcp": "completion.bash",
+		"usr/share/zsh/vendor-completions/_proxmox-mcp":     "completion.zsh",
+	} {
+		want, err := os.ReadFile(filepath.Join("../cmd/proxmox-mcp/testdata", g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(data[name].data, want) {
+			t.Errorf("/%s differs from cmd/proxmox-mcp/testdata/%s", name, g)
 		}
 	}
 

@@ -56,6 +56,8 @@ func commands() map[string]command {
 		installCommands(),
 		clusterCommands(),
 		toolsCommands(),
+		statusCommands(),
+		completionCommands(),
 	} {
 		for name, cmd := range set {
 			all[name] = cmd
@@ -139,6 +141,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "proxmox-mcp %s: %s\n", name, oneLine(err.Error()))
 		if errors.Is(err, errUsage) {
 			return 2
+		}
+		if errors.As(err, new(errNotRunning)) {
+			return 3
 		}
 		return 1
 	}
