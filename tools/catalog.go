@@ -325,10 +325,15 @@ func resourcesTool() mcp.Tool {
 
 func guestStatusTool() mcp.Tool {
 	return mcp.NewTool(ToolGuestStatus,
-		mcp.WithDescription("Status of a VM or container by VM ID, wherever it runs (finds the node and type)."),
+		mcp.WithDescription("Status of a VM or container by VM ID, wherever it runs (finds the node and type): status, name, uptime, cpu, cpus, mem, maxmem, disk, maxdisk, netin, netout, qmpstatus, lock, tags; "+
+			"a VM's answer also carries blockstat, ballooninfo and proxmox-support (several KB): name the keys you need with fields."),
 		rawSchema(map[string]any{
-			"type":                 "object",
-			"properties":           map[string]any{"vmid": map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999}},
+			"type": "object",
+			"properties": map[string]any{
+				"vmid":   map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999},
+				"fields": shapeProperties("")["fields"],
+				"omit":   shapeProperties("")["omit"],
+			},
 			"required":             []string{"vmid"},
 			"additionalProperties": false,
 		}),

@@ -617,7 +617,7 @@ func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(a, "vmid"); err != nil {
+	if err := onlyKeys(a, "vmid", "fields", "omit"); err != nil {
 		return nil, err
 	}
 	vmid, set, err := optInt(a, "vmid", 100, 999999999)
@@ -627,12 +627,16 @@ func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest)
 	if !set {
 		return nil, argError("vmid", "is required")
 	}
+	sh, err := shapingArgs(a, "")
+	if err != nil {
+		return nil, err
+	}
 	node, kind, bad := s.locateGuest(ctx, c, ToolGuestStatus, vmid)
 	if bad != nil {
 		return bad, nil
 	}
 	path := pve.Path("nodes", node, kind, strconv.Itoa(vmid), "status", "current")
-	return s.callEndpoint(ctx, c, callRequest{tool: ToolGuestStatus, method: "GET", path: path, args: map[string]any{}}), nil
+	return s.callEndpoint(ctx, c, callRequest{tool: ToolGuestStatus, method: "GET", path: path, args: map[string]any{}, shape: sh.shape}), nil
 }
 
 // handleGuestPower is proxmox_guest_power.

@@ -693,3 +693,27 @@ func TestValidationErrorTeachesSyntax(t *testing.T) {
 		}
 	}
 }
+
+// proxmox_guest_status answers only the keys asked for with fields, or
+// without those of omit.
+func TestGuestStatusFields(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("read-only")
+	res, full := call(t, c, ctx, ToolGuestStatus, map[string]any{"vmid": 100})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	res, content := call(t, c, ctx, ToolGuestStatus, map[string]any{"vmid": 100, "fields": []any{"status", "mem", "maxmem"}})
+	data, _ := content["data"].(map[string]any)
+	if res.IsError || len(data) != 3 || data["status"] != "running" || data["maxmem"] == nil {
+		t.Fatalf("fields: %s", text(res))
+	}
+	_, content = call(t, c, ctx, ToolGuestStatus, map[string]any{"vmid": 100, "omit": []any{"status"}})
+	data, _ = content["data"].(map[string]any)
+	if _, has := data["status"]; has || len(data) != len(full["data"].(map[string]any))-1 {
+		t.Errorf("omit status: %v", data)
+	}
+	fb, _ := json.Marshal(full)
+	sb, _ := json.Marshal(content)
+	t.Logf("guest status: %d bytes in full, %d without status", len(fb), len(sb))
+}
