@@ -318,15 +318,21 @@ func (c *Container) RunInput(ctx context.Context, stdin []byte, env []string, ar
 	return res
 }
 
-// Must runs argv inside and fails the test unless it exits 0; it returns
-// the standard output.
+// Must runs argv inside and fails the container's test unless it exits
+// 0; it returns the standard output. A subtest uses MustIn.
 func (c *Container) Must(argv ...string) string {
 	c.t.Helper()
+	return c.MustIn(c.t, argv...)
+}
+
+// MustIn is Must failing t (a subtest of the container's test).
+func (c *Container) MustIn(t testing.TB, argv ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res := c.Run(ctx, argv...)
 	if !res.OK() {
-		c.t.Fatalf("in %s: %s: %s", c.name, strings.Join(argv, " "), res)
+		t.Fatalf("in %s: %s: %s", c.name, strings.Join(argv, " "), res)
 	}
 	return res.Stdout
 }

@@ -147,9 +147,9 @@ func node(t *testing.T) (*Container, built) {
 }
 
 // show is `systemctl show unit` as a map of the properties asked for.
-func (c *Container) show(unit string, props ...string) map[string]string {
-	c.t.Helper()
-	out := c.Must("systemctl", "show", unit, "--property="+strings.Join(props, ","))
+func (c *Container) show(t testing.TB, unit string, props ...string) map[string]string {
+	t.Helper()
+	out := c.MustIn(t, "systemctl", "show", unit, "--property="+strings.Join(props, ","))
 	m := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok {
@@ -224,11 +224,11 @@ func TestBootedInstall(t *testing.T) {
 		if !strings.Contains(res.Stdout, "nothing is enabled or started") {
 			t.Errorf("postinst did not say that nothing was started:\n%s", res.Stdout)
 		}
-		pw := c.Must("getent", "passwd", "proxmox-mcp")
+		pw := c.MustIn(t, "getent", "passwd", "proxmox-mcp")
 		if f := strings.Split(strings.TrimSpace(pw), ":"); len(f) < 7 || f[6] != "/usr/sbin/nologin" && f[6] != "/sbin/nologin" {
 			t.Errorf("the service user: %q, want a system user without a shell", pw)
 		}
-		p := c.show(unit, "LoadState", "ActiveState", "UnitFileState")
+		p := c.show(t, unit, "LoadState", "ActiveState", "UnitFileState")
 		if p["LoadState"] != "loaded" || p["ActiveState"] != "inactive" || p["UnitFileState"] == "enabled" {
 			t.Errorf("after apt install, %s is %v: want loaded, inactive, not enabled", unit, p)
 		}
@@ -247,7 +247,7 @@ func TestBootedInstall(t *testing.T) {
 			t.Fatalf("proxmox-mcp install --mode local --yes: %s\nstatus:\n%s", res, c.Run(context.Background(), "systemctl", "status", "--no-pager", unit).Stdout)
 		}
 		t.Logf("proxmox-mcp install --mode local took %s", res.Took.Round(time.Millisecond))
-		p := c.show(unit, "ActiveState", "SubState", "StatusText", "NRestarts", "UnitFileState", "Type", "MainPID", "User")
+		p := c.show(t, unit, "ActiveState", "SubState", "StatusText", "NRestarts", "UnitFileState", "Type", "MainPID", "User")
 		if p["ActiveState"] != "active" || p["SubState"] != "running" || p["NRestarts"] != "0" || p["UnitFileState"] != "enabled" || p["Type"] != "notify" {
 			t.Errorf("systemctl show %s: %v; want active, running, enabled, Type=notify, NRestarts=0", unit, p)
 		}
@@ -287,19 +287,28 @@ func TestBootedInstall(t *testing.T) {
 		// reload goes through RELOADING=1 and READY=1 (systemctl waits for
 		// it) and the new key works; its policy denies a write, and the
 		// journal has the denial with its fields.
-		out := c.Must("proxmox-mcp", "key", "create", "--name", "alice", "--profile", "read-only", "--json")
+		out := c.MustIn(t, "proxmox-mcp", "key", "create", "--name", "alice", "--profile", "read-only", "--json")
 		var alice struct {
 			Key string `json:"key"`
 		}
 		if err := json.Unmarshal([]byte(out), &alice); err != nil || alice.Key == "" {
 			t.Fatalf("key create --json: %v: %s", err, out)
 		}
+		// And a changed switch: writes allowed, so that alice's write is
+		// refused by her policy, not by the switch.
+		const cfg = "/etc/proxmox-mcp/config.hujson"
+		data, err := c.ReadFile(cfg)
+		if err != nil || !strings.Contains(string(data), `"allow_mutations": false`) {
+			t.Fatalf("%s has no \"allow_mutations\": false (%v):\n%s", cfg, err, data)
+		}
+		st, _ := c.root.Lstat(cfg)
+		c.WriteFile(cfg, []byte(strings.Replace(string(data), `"allow_mutations": false`, `"allow_mutations": true`, 1)), st.Mode().Perm())
 		res := c.Run(context.Background(), "systemctl", "reload", unit)
 		if !res.OK() {
 			t.Fatalf("systemctl reload: %s", res)
 		}
 		t.Logf("systemctl reload took %s", res.Took.Round(time.Millisecond))
-		p := c.show(unit, "ActiveState", "SubState", "StatusText", "NRestarts")
+		p := c.show(t, unit, "ActiveState", "SubState", "StatusText", "NRestarts")
 		if p["ActiveState"] != "active" || p["NRestarts"] != "0" {
 			t.Errorf("after reload: %v", p)
 		}
@@ -333,8 +342,10 @@ func TestBootedInstall(t *testing.T) {
 		if denied == nil || denied["PMCP_PATH"] != "/nodes/pve1/qemu/101/status/start" || denied["PMCP_TRANSPORT"] != "loopback" || denied["PMCP_TOOL"] != "proxmox_api_call" {
 			t.Errorf("no row of alice's POST with its path, transport and tool in the journal: %v", rows)
 		}
-		if denied != nil && denied["PMCP_DECISION"] == "deny" {
-			if out := c.Must("journalctl", "--no-pager", "-u", unit, "PMCP_DECISION=deny", "-o", "cat"); !strings.Contains(out, "alice") {
+		if denied == nil || denied["PMCP_DECISION"] != "deny" || denied["PMCP_OUTCOME"] != "denied" {
+			t.Errorf("alice's write after the reload was not a policy denial: %v", denied)
+		} else {
+			if out := c.MustIn(t, "journalctl", "--no-pager", "-u", unit, "PMCP_DECISION=deny", "-o", "cat"); !strings.Contains(out, "alice") {
 				t.Errorf("journalctl PMCP_DECISION=deny has not alice's call:\n%s", out)
 			}
 		}
@@ -359,7 +370,7 @@ func TestBootedInstall(t *testing.T) {
 		status := c.Run(context.Background(), "systemctl", "status", "--no-pager", "-n", "5", unit).Stdout
 		c.WriteFile(cfg, good, st.Mode().Perm())
 		t.Logf("systemctl reload of a broken configuration: exit %d; status:\n%s", res.Code, status)
-		p := c.show(unit, "ActiveState", "SubState", "StatusText", "NRestarts")
+		p := c.show(t, unit, "ActiveState", "SubState", "StatusText", "NRestarts")
 		if p["ActiveState"] != "active" || p["SubState"] != "running" || p["NRestarts"] != "0" {
 			t.Errorf("a failed reload changed the service: %v", p)
 		}
@@ -376,7 +387,7 @@ func TestBootedInstall(t *testing.T) {
 	})
 
 	t.Run("hardening", func(t *testing.T) {
-		units := strings.Fields(c.Must("systemctl", "list-unit-files", "--no-legend", "--type=service", "proxmox-mcp*"))
+		units := strings.Fields(c.MustIn(t, "systemctl", "list-unit-files", "--no-legend", "--type=service", "proxmox-mcp*"))
 		for _, u := range units {
 			if !strings.HasSuffix(u, ".service") || strings.Contains(u, "@") {
 				continue
@@ -397,7 +408,7 @@ func TestBootedInstall(t *testing.T) {
 		if r := c.Run(context.Background(), "proxmox-mcp", "pki", "init"); !r.OK() {
 			t.Logf("proxmox-mcp pki init (for a CA key to try): %s", r)
 		}
-		pid := c.show(unit, "MainPID")["MainPID"]
+		pid := c.show(t, unit, "MainPID")["MainPID"]
 		secrets := []string{"/etc/shadow", "/root/proxmox-mcp-initial-key.json", EtcPVE + "/priv/pve-root-ca.key", EtcPVE + "/priv/token.cfg", EtcPVE + "/local/pve-ssl.key"}
 		if c.Exists("/etc/proxmox-mcp/pki/ca-key.pem") {
 			secrets = append(secrets, "/etc/proxmox-mcp/pki/ca-key.pem")
@@ -418,6 +429,66 @@ func TestBootedInstall(t *testing.T) {
 				continue
 			}
 			t.Logf("sandbox: cat %s: %s", f, strings.TrimSpace(r.Stderr))
+		}
+	})
+
+	t.Run("stop and start", func(t *testing.T) {
+		res := c.Run(context.Background(), "systemctl", "stop", unit)
+		if !res.OK() {
+			t.Fatalf("systemctl stop: %s", res)
+		}
+		t.Logf("systemctl stop took %s", res.Took.Round(time.Millisecond))
+		p := c.show(t, unit, "ActiveState", "Result", "ExecMainStatus", "ExecMainCode")
+		// ExecMainCode 1 is CLD_EXITED: it exited by itself, not killed.
+		if p["ActiveState"] != "inactive" || p["Result"] != "success" || p["ExecMainStatus"] != "0" || p["ExecMainCode"] != "1" {
+			t.Errorf("after stop: %v; want inactive, success, exited 0", p)
+		}
+		if res.Took > 45*time.Second {
+			t.Errorf("stop took %s, more than TimeoutStopSec", res.Took)
+		}
+		res = c.Run(context.Background(), "systemctl", "start", unit)
+		if !res.OK() {
+			t.Fatalf("systemctl start: %s", res)
+		}
+		// Type=notify: systemctl start returns when the daemon sent READY=1.
+		t.Logf("systemctl start to active (READY=1) took %s", res.Took.Round(time.Millisecond))
+		p = c.show(t, unit, "ActiveState", "SubState", "NRestarts", "StatusText")
+		if p["ActiveState"] != "active" || p["SubState"] != "running" || !strings.HasPrefix(p["StatusText"], "serving") {
+			t.Errorf("after start: %v", p)
+		}
+	})
+
+	t.Run("uninstall and purge", func(t *testing.T) {
+		res := c.Run(context.Background(), "proxmox-mcp", "uninstall", "--purge", "--yes")
+		if !res.OK() {
+			t.Fatalf("proxmox-mcp uninstall --purge --yes: %s", res)
+		}
+		if res := c.Run(context.Background(), "apt-get", "purge", "-y", "proxmox-mcp"); !res.OK() {
+			t.Fatalf("apt-get purge proxmox-mcp: %s", res)
+		}
+		if out := c.MustIn(t, "systemctl", "list-units", "--all", "--no-legend", "proxmox-mcp*"); strings.TrimSpace(out) != "" {
+			t.Errorf("systemctl list-units 'proxmox-mcp*' after the purge:\n%s", out)
+		}
+		// list-unit-files exits 1 when no file matches.
+		if out := c.Run(context.Background(), "systemctl", "list-unit-files", "--no-legend", "proxmox-mcp*"); strings.TrimSpace(out.Stdout) != "" {
+			t.Errorf("unit files left after the purge:\n%s", out.Stdout)
+		}
+		for _, f := range []string{"/usr/bin/proxmox-mcp", "/etc/proxmox-mcp", "/var/lib/proxmox-mcp", "/etc/systemd/system/proxmox-mcp.service", "/usr/lib/sysusers.d/proxmox-mcp.conf"} {
+			if c.Exists(f) {
+				t.Errorf("%s is left after uninstall --purge and apt purge", f)
+			}
+		}
+		// The package made the system user, so it stays, as Debian packages
+		// leave system users (docs/packaging.md): uninstall removes only a
+		// user it made itself.
+		if res := c.Run(context.Background(), "getent", "passwd", "proxmox-mcp"); !res.OK() {
+			t.Errorf("the system user the package made is gone: %s", res)
+		}
+		if data, _ := c.ReadFile(EtcPVE + "/user.cfg"); strings.Contains(string(data), "proxmox-mcp") {
+			t.Errorf("the PVE user or its tokens are left in user.cfg:\n%s", data)
+		}
+		if c.Exists("/root/proxmox-mcp-initial-key.json") {
+			t.Logf("the initial root key file is kept (uninstall leaves the operator's copy)")
 		}
 	})
 }
