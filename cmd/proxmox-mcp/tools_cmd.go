@@ -265,7 +265,8 @@ func resultText(res *mcp.CallToolResult) string {
 var pveshVerbs = map[string]string{"get": "GET", "ls": "GET", "create": "POST", "set": "PUT", "delete": "DELETE"}
 
 // call is pvesh's command line: call VERB /path [--param value]...,
-// sent as proxmox_api_call through the caller's MCP session. Parameters
+// sent through the caller's MCP session as proxmox_api_get (get, ls) or
+// proxmox_api_call (the writes). Parameters
 // are strings, as pvesh sends them; PVE's schema reads them.
 func (c *cli) call(args []string) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
@@ -287,6 +288,17 @@ func (c *cli) call(args []string) error {
 	method, ok := pveshVerbs[pos[0]]
 	if !ok {
 		return usagef("verb %q: must be get, create, set or delete (pvesh's; usage: %s)", pos[0], synopsis)
+	}
+	if method == "GET" {
+		// Reads go through the read tool, as an agent's should.
+		if *dryRun || *confirm != "" || *opKey != "" {
+			return usagef("%s: --dry-run, --confirm and --operation-key are for writes (usage: %s)", pos[0], synopsis)
+		}
+		getArgs := map[string]any{"path": pos[1]}
+		if len(params) > 0 {
+			getArgs["params"] = params
+		}
+		return c.callTool(sf, tools.ToolGet, getArgs, *asJSON)
 	}
 	callArgs := map[string]any{"method": method, "path": pos[1]}
 	if len(params) > 0 {
