@@ -269,20 +269,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	default:
 		return nil, argError("method", "must be GET, POST, PUT or DELETE")
 	}
-	path, err := optString(a, "path")
+	path, params, err := pathAndParams(a)
 	if err != nil {
 		return nil, err
-	}
-	if !strings.HasPrefix(path, "/") {
-		return nil, argError("path", "must be a concrete API path starting with '/', such as /nodes/pve1/qemu")
-	}
-	params := map[string]any{}
-	if v, ok := a["params"]; ok && v != nil {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, argError("params", "must be an object of the endpoint's parameters")
-		}
-		params = m
 	}
 	sh, err := shapingArgs(a, "")
 	if err != nil {
@@ -290,6 +279,27 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolCall, method: method, path: path, args: params, shape: sh.shape,
 		wait: sh.wait, confirm: sh.confirm, dryRun: sh.dryRun, operationKey: sh.operationKey, change: sh.change, keepPlan: sh.keepPlan, progressToken: progressToken(req)}), nil
+}
+
+// pathAndParams are the path and params arguments of proxmox_api_call and
+// proxmox_api_get.
+func pathAndParams(a map[string]any) (string, map[string]any, error) {
+	path, err := optString(a, "path")
+	if err != nil {
+		return "", nil, err
+	}
+	if !strings.HasPrefix(path, "/") {
+		return "", nil, argError("path", "must be a concrete API path starting with '/', such as /nodes/pve1/qemu")
+	}
+	params := map[string]any{}
+	if v, ok := a["params"]; ok && v != nil {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", nil, argError("params", "must be an object of the endpoint's parameters")
+		}
+		params = m
+	}
+	return path, params, nil
 }
 
 // handleGet is proxmox_api_get: proxmox_api_call with GET and only the
@@ -306,20 +316,9 @@ func (s *Server) handleGet(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if err := onlyKeys(a, getArgs...); err != nil {
 		return nil, err
 	}
-	path, err := optString(a, "path")
+	path, params, err := pathAndParams(a)
 	if err != nil {
 		return nil, err
-	}
-	if !strings.HasPrefix(path, "/") {
-		return nil, argError("path", "must be a concrete API path starting with '/', such as /nodes/pve1/qemu")
-	}
-	params := map[string]any{}
-	if v, ok := a["params"]; ok && v != nil {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, argError("params", "must be an object of the endpoint's parameters")
-		}
-		params = m
 	}
 	sh, err := shapingArgs(a, "")
 	if err != nil {
