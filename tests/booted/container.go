@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,13 +136,9 @@ func Boot(t testing.TB, rootfs string, opts Options) *Container {
 	// Its own process group (a Ctrl-C of the test does not reach it), and
 	// SIGTERM (a clean poweroff) should the test process die.
 	c.nspawn.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := c.nspawn.Start(); err != nil {
+	if err := startTied(c.nspawn, c.exited); err != nil {
 		Unavailable(t, "start systemd-nspawn: %v", err)
 	}
-	go func() {
-		c.nspawn.Wait() //nolint:errcheck // the exit is reported by shutdown
-		close(c.exited)
-	}()
 
 	ctx, cancel := context.WithTimeout(c.ctx, opts.BootTimeout)
 	defer cancel()
@@ -167,6 +164,31 @@ func Boot(t testing.TB, rootfs string, opts Options) *Container {
 	c.BootTime = time.Since(start)
 	t.Logf("booted: %s running in %s (init pid %d, %s, host %s)", c.name, c.BootTime.Round(time.Millisecond), c.initPID, c.IP, c.HostIP)
 	return c
+}
+
+// startTied starts cmd, whose SysProcAttr.Pdeathsig is set, and closes
+// exited once it has exited. Linux sends the death signal when the
+// *thread* that forked the child ends, not the process, and the Go runtime
+// ends a thread whenever a goroutine locked to it returns (Netns.DialContext
+// does so on every dial): a container started from an ordinary goroutine
+// was powered off in the middle of a test, at the first dial that ran on
+// the forking thread. Here the fork happens on a thread locked for as long
+// as the child lives, so the signal comes only when the test process dies.
+func startTied(cmd *exec.Cmd, exited chan<- struct{}) error {
+	started := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread is held until the child has exited,
+		// then ends with this goroutine.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait() //nolint:errcheck // the exit is reported by the container's shutdown
+		close(exited)
+	}()
+	return <-started
 }
 
 // deadline is the test binary's timeout, when t knows it (a *testing.T).
