@@ -77,6 +77,11 @@ func newDir(f *os.File) (*Dir, error) {
 	}, nil
 }
 
+// FromFile is a Dir of a directory the caller opened itself (O_RDONLY|
+// O_DIRECTORY), for example beneath a root with openat2; the Dir owns f
+// and closes it, also when it returns an error.
+func FromFile(f *os.File) (*Dir, error) { return newDir(f) }
+
 // trustedStat says whether a directory can be written only by root or by
 // this process's own user: a symbolic link in it was put there by one of
 // them.
