@@ -278,7 +278,7 @@ func (c *sumCache) of(o *opened) (string, error) {
 }
 
 // MaxWriteSize bounds a whole write.
-const MaxWriteSize = 16 << 20
+const MaxWriteSize = 8 << 20
 
 // WriteRequest replaces or creates a regular file atomically.
 type WriteRequest struct {
