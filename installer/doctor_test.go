@@ -172,3 +172,37 @@ func TestTailnetLoginURL(t *testing.T) {
 		t.Errorf("doctor after login:\n%s", rep.text())
 	}
 }
+
+// PVE's API schema gone: both the preflight and the configuration's check
+// name it, and neither sends the operator to install, which does not put
+// it back (it refuses to run without it): the fix is the package that
+// ships it.
+func TestDoctorSchemaMissing(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.mustInstall(freshOptions(h, ModeLocal))
+	data := h.read(APIDoc)
+	if err := os.Remove(h.hostPath(APIDoc)); err != nil {
+		t.Fatal(err)
+	}
+	rep := h.doctor()
+	if rep.OK {
+		t.Fatalf("doctor found nothing without %s", APIDoc)
+	}
+	var failing []string
+	for _, c := range rep.Checks {
+		for _, p := range c.Problems {
+			failing = append(failing, c.Step)
+			if !strings.Contains(p.What, APIDoc) || !strings.HasPrefix(p.Fix, "apt install --reinstall pve-docs") {
+				t.Errorf("%s: %q, fix %q: want the schema named and pve-docs reinstalled", c.Step, p.What, p.Fix)
+			}
+		}
+	}
+	if !slices.Equal(failing, []string{"preflight", "validate"}) {
+		t.Errorf("problems in %v, want preflight and validate:\n%s", failing, rep.text())
+	}
+	h.write(APIDoc, data, 0o644)
+	if rep := h.doctor(); !rep.OK {
+		t.Errorf("doctor with the schema back:\n%s", rep.text())
+	}
+}

@@ -3,6 +3,7 @@ package installer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/proxmox-mcp/proxmox-mcp/config"
@@ -36,10 +37,25 @@ func (r *run) configProblems() []Problem {
 	for _, e := range errs {
 		probs = append(probs, Problem{
 			What: fmt.Sprintf("as %s, the daemon cannot use what %s names: %v", ServiceUser, file, e),
-			Fix:  "proxmox-mcp install (puts the files it manages back), or fix the field",
+			Fix:  fileFix(cfg, e),
 		})
 	}
 	return probs
+}
+
+// fileFix is the fix of a file the configuration names that the daemon
+// cannot use. Install puts back the files it manages; PVE's API schema is
+// not one of them (install refuses to run without it), so its fix is the
+// package that ships it.
+func fileFix(cfg *config.Config, err error) string {
+	var fe *config.FileError
+	if errors.As(err, &fe) && fe.Field == "schema.path" {
+		if cfg.SchemaPath() == APIDoc {
+			return "apt install --reinstall pve-docs (it ships " + APIDoc + ", PVE's API schema)"
+		}
+		return "put PVE's API schema back at " + cfg.SchemaPath() + ", or point schema.path at it"
+	}
+	return "proxmox-mcp install (puts the files it manages back), or fix the field"
 }
 
 func applyValidate(_ context.Context, r *run) error {
