@@ -17,9 +17,12 @@ build:
 demo:
 	$(GO) run ./cmd/proxmox-mcp demo $(DEMO_ARGS)
 
-# The test command README.md names and .ci/run runs.
+# The test command README.md names and .ci/run runs. Each package's test
+# binary has 30 minutes (go test's default of 10 is too short for tests/ on
+# a loaded 2-CPU runner, where it builds the daemon and the package and runs
+# lintian; the booted tests power their containers off a minute before it).
 test: fmt-check vet staticcheck
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 )
 
@@ -98,8 +99,13 @@ func indentJSON(v any, prefix string) []byte {
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
+// openKeys is the key store; the initial key is made in root's copy of
+// the keys (package authority), which the root helper trusts, and
+// mirrored into the state directory.
 func (r *run) openKeys() (*keys.Store, error) {
-	return keys.Open(r.sys.path(r.plan.stateDir), keys.Options{Rand: r.sys.Rand, Now: r.sys.Now, Params: r.sys.KeyParams, Logger: r.sys.logger()})
+	stateDir := r.sys.path(r.plan.stateDir)
+	return keys.Open(stateDir, keys.Options{Rand: r.sys.Rand, Now: r.sys.Now, Params: r.sys.KeyParams, Logger: r.sys.logger(),
+		Shared: authority.New(stateDir, r.sys.logger(), r.sys.Now)})
 }
 
 func applyInitialKey(ctx context.Context, r *run) error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
@@ -257,7 +258,7 @@ func (st *State) sanitize(p *plan) []string {
 // (and the few files of ownedFiles) is ever removed.
 func (p *plan) ownedPrefixes() []string {
 	var out []string
-	for _, d := range []string{ConfigDir, p.pkiDir, p.stateDir, InstallStateDir} {
+	for _, d := range []string{ConfigDir, p.pkiDir, p.stateDir, authority.DirFor(p.stateDir), InstallStateDir} {
 		if d != "" && d != "/" && !slices.Contains(out, d) {
 			out = append(out, d)
 		}

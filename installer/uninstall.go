@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
 
@@ -144,6 +145,12 @@ func (r *run) purge(ctx context.Context) error {
 			return err
 		} else if removed && d == p.stateDir {
 			r.say("  removed %s: the keys, policies and journal", d)
+			// Root's copy of the keys and policies goes with them.
+			if gone, err := r.removeAll(authority.DirFor(d)); err != nil {
+				return err
+			} else if gone {
+				r.say("  removed %s: root's copy of the keys and policies", authority.DirFor(d))
+			}
 		} else if removed {
 			r.say("  removed %s", d)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/cluster"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
@@ -38,10 +39,11 @@ func (c *cli) openCluster(cfg *config.Config) (*cluster.Node, error) {
 // else a refusal, since only root writes pmxcfs's priv/ (a local write
 // would be undone by the next mirror and reach no other node). Root's
 // mirror is refreshed first, so that what the command reads is the
-// cluster's current state. nil outside cluster mode.
+// cluster's current state. Outside cluster mode it is this node's
+// authority (package authority): the root-owned copy the helper trusts.
 func (c *cli) clusterShared(cfg *config.Config) (sharedStore, error) {
 	if !cfg.Cluster.Enabled {
-		return nil, nil
+		return authority.New(cfg.StateDir, c.logger(cfg.Log.Level), nil), nil
 	}
 	if os.Geteuid() != 0 {
 		return refuseShared{}, nil
@@ -136,6 +138,11 @@ func (c *cli) clusterEnable(args []string) error {
 			return fmt.Errorf("the keys and policies are on pmxcfs, but cluster mode could not be set in the configuration: %w", err)
 		}
 	}
+	// pmxcfs is root's copy now; a local one left behind would be stale
+	// when cluster mode is turned off.
+	if err := authority.New(cfg.StateDir, c.logger(cfg.Log.Level), nil).Remove(); err != nil {
+		return err
+	}
 	if *asJSON {
 		return writeJSON(c, rep)
 	}
@@ -175,6 +182,15 @@ func (c *cli) clusterDisable(args []string) error {
 	}
 	if err := setClusterEnabled(path, false); err != nil {
 		return err
+	}
+	// Root's copy is local again: made afresh from what the sync, as
+	// root, last mirrored from pmxcfs.
+	auth := authority.New(cfg.StateDir, c.logger(cfg.Log.Level), nil)
+	if err := auth.Remove(); err != nil {
+		return err
+	}
+	if err := auth.Change(c.ctx, func(string) error { return nil }); err != nil {
+		return fmt.Errorf("cluster mode is off, but this node's authority could not be made: %w", err)
 	}
 	if *asJSON {
 		return writeJSON(c, ls)

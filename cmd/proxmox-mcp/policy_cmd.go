@@ -42,9 +42,6 @@ func (c *cli) policyStore(st stateFlags) (*policy.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if shared == nil {
-		return policy.NewStore(cfg.StateDir, nil)
-	}
 	return policy.NewSharedStore(cfg.StateDir, nil, shared)
 }
 
