@@ -448,3 +448,41 @@ func tlsServer(t *testing.T, h http.HandlerFunc, cert tls.Certificate) *httptest
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// A pinned certificate renewed behind the client (a custom or ACME
+// pveproxy certificate, pinned with the cluster CA beside it): the refusal
+// names the pin it no longer matches, before the CA's own refusal, so that
+// the daemon's error says what changed.
+func TestTLSPinRenewed(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"data":"ok"}`))
+	}
+	dir := t.TempDir()
+	ca, _ := newCA(t)
+	caFile := filepath.Join(dir, "pve-root-ca.pem")
+	if err := os.WriteFile(caFile, pemCert(ca.Raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otherCA, otherKey := newCA(t)
+	renewed := tlsServer(t, ok, newLeaf(t, otherCA, otherKey))
+	pin := strings.Repeat("AB:", 31) + "AB"
+	for name, trust := range map[string]pve.TLSTrust{
+		"pin":        {Fingerprints: []string{pin}},
+		"pin and CA": {Fingerprints: []string{pin}, CAFile: caFile},
+	} {
+		c, err := pve.New(pve.Config{BaseURL: renewed.URL + "/api2/json", Token: pve.Token{ID: "a@pve!b", Secret: "s"}, TLS: trust})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Do(ctx, "GET", "/version", nil)
+		served := pve.Fingerprint(renewed.Certificate().Raw)
+		if err == nil || !strings.Contains(err.Error(), "pveproxy certificate "+served+" is not trusted: it is not the pinned "+pin+" (renewed?)") {
+			t.Errorf("%s: %v; want the served certificate and the pin it does not match", name, err)
+		}
+		if name == "pin and CA" && !strings.Contains(fmt.Sprint(err), "x509: certificate signed by unknown authority") {
+			t.Errorf("%s: %v; want the CA's refusal too", name, err)
+		}
+		c.Close()
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +37,10 @@ type TLSTrust struct {
 }
 
 // Fingerprint formats a certificate's SHA-256 fingerprint as PVE does.
-func Fingerprint(der []byte) string {
-	sum := sha256.Sum256(der)
+func Fingerprint(der []byte) string { return formatSum(sha256.Sum256(der)) }
+
+// formatSum writes a SHA-256 sum as Fingerprint does.
+func formatSum(sum [32]byte) string {
 	h := strings.ToUpper(hex.EncodeToString(sum[:]))
 	var b strings.Builder
 	for i := 0; i < len(h); i += 2 {
@@ -179,6 +182,12 @@ func (t *trust) verify(cs tls.ConnectionState) error {
 			}
 		}
 	}
+	// A pin that no longer matches is said first: it is what changed
+	// when a pinned (custom, ACME) certificate was renewed.
+	why := ""
+	if len(t.pins) > 0 {
+		why = "it is not the pinned " + t.pinned() + " (renewed?); "
+	}
 	if t.roots != nil {
 		inter := x509.NewCertPool()
 		for _, c := range cs.PeerCertificates[1:] {
@@ -188,7 +197,20 @@ func (t *trust) verify(cs tls.ConnectionState) error {
 		if err == nil {
 			return nil
 		}
-		return fmt.Errorf("pveproxy certificate %s is not trusted: %w", Fingerprint(leaf.Raw), err)
+		return fmt.Errorf("pveproxy certificate %s is not trusted: %s%w", Fingerprint(leaf.Raw), why, err)
+	}
+	if why != "" {
+		return fmt.Errorf("pveproxy certificate %s is not trusted: %s", Fingerprint(leaf.Raw), strings.TrimSuffix(why, "; "))
 	}
 	return fmt.Errorf("pveproxy certificate %s is not trusted: it is neither pinned nor the host's certificate file", Fingerprint(leaf.Raw))
+}
+
+// pinned lists the pinned fingerprints, sorted.
+func (t *trust) pinned() string {
+	var fps []string
+	for fp := range t.pins {
+		fps = append(fps, formatSum(fp))
+	}
+	slices.Sort(fps)
+	return strings.Join(fps, " or ")
 }
