@@ -176,7 +176,11 @@ func (d *Daemon) Health(ctx context.Context) error {
 		return fmt.Errorf("policy: the read-only profile does not allow GET /version: %s", strings.Join(dec.Reasons, "; "))
 	}
 	if _, _, err := d.jrnl.Head(ctx); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		// The journal's errors name it already ("journal: head: …").
+		if !strings.HasPrefix(err.Error(), "journal: ") {
+			err = fmt.Errorf("journal: %w", err)
+		}
+		return err
 	}
 	d.mu.Lock()
 	var loopback []string
