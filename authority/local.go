@@ -184,7 +184,7 @@ func (a *Local) adoptOnce(ctx context.Context, ad, sd *atomicfile.Dir) error {
 	}
 	t, err := ReadTree(sd)
 	if err != nil {
-		return fmt.Errorf("authority: the state directory's keys and policies cannot be adopted: %w", err)
+		return fmt.Errorf("%w; so the state directory's keys and policies cannot be adopted into %s, and nothing was changed", err, a.dir)
 	}
 	rec := Record{Version: 1, Created: a.now().UTC(), AdoptedFrom: a.stateDir}
 	if t.Keys != nil {

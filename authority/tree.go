@@ -43,7 +43,7 @@ func ReadTree(d *atomicfile.Dir) (Tree, error) {
 		return Tree{}, fmt.Errorf("authority: read %s: %w", path.Join(d.Path(), keys.FileName), err)
 	default:
 		if _, err := keys.DecodeFile(data); err != nil {
-			return Tree{}, fmt.Errorf("authority: %s: %w", path.Join(d.Path(), keys.FileName), err)
+			return Tree{}, fmt.Errorf("authority: %s is invalid, so it is left alone: %w", path.Join(d.Path(), keys.FileName), err)
 		}
 		t.Keys = data
 	}
