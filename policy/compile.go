@@ -110,6 +110,10 @@ type Compiled struct {
 	Tier string
 
 	decide rego.PreparedEvalQuery
+	// host evaluates host_decision, for the root helper's host
+	// operations; nil when the policy has none (it decides no host
+	// operation, and DecideHost denies them).
+	host *rego.PreparedEvalQuery
 	// listing evaluates the visibility query on a copy of the policy
 	// whose reads of unknown fields halt (nil when the policy reads the
 	// input as a whole, or the copy does not compile); visible partially
@@ -199,6 +203,10 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
 	}
 	use := analyzeInput(compiler, ast.MustParseRef(query))
+	host, err := prepareHost(ctx, pkg, parsed, opts)
+	if err != nil {
+		return nil, err
+	}
 	// What is not known when tools are listed (unknownAtListing): the
 	// call's path, parameters, targets and time. Its risk is enumerated,
 	// and the guard is taken to find nothing (a guard hit only ever turns
@@ -224,7 +232,7 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 	// is undefined. That can only show more tools (never hide one a strict
 	// evaluation allows): an evaluation without errors is the same either
 	// way, and one with an error denies.
-	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, use: use,
+	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, host: host, use: use,
 		visible:    &partialQuery{opts: append(vopts, rego.Query(query+`.effect != "deny"`), rego.ParsedUnknowns(unknownRefs))},
 		groupCache: groupCache{groups: map[string]*caseGroups{}}}
 	if !use.whole {
@@ -244,6 +252,31 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 	}
 	return c, nil
 }
+
+// hostRule is the rule that decides the root helper's host operations.
+const hostRule = "host_decision"
+
+// prepareHost prepares data.<pkg>.host_decision when a module of pkg
+// defines it, as strictly as the decision query.
+func prepareHost(ctx context.Context, pkg string, parsed []*ast.Module, opts []func(*rego.Rego)) (*rego.PreparedEvalQuery, error) {
+	defines := slices.ContainsFunc(parsed, func(m *ast.Module) bool {
+		return packageOf(m) == pkg && slices.ContainsFunc(m.Rules, func(r *ast.Rule) bool {
+			return r.Head.Name.String() == hostRule || r.Head.Ref().String() == hostRule
+		})
+	})
+	if !defines {
+		return nil, nil
+	}
+	q, err := rego.New(append(slices.Clone(opts), rego.Query("data."+pkg+"."+hostRule), rego.StrictBuiltinErrors(true))...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrCompile, compileMessage(err))
+	}
+	return &q, nil
+}
+
+// DecidesHost says whether the policy decides host operations (it has a
+// host_decision rule).
+func (c *Compiled) DecidesHost() bool { return c.host != nil }
 
 // withoutDenyDefault returns m without a "default decision" whose effect is
 // deny. For the visibility query (effect != "deny") such a default can

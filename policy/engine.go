@@ -191,6 +191,16 @@ func (e *Engine) Decide(ctx context.Context, b Binding, in *Input) Decision {
 	return c.Decide(ctx, in, e.opts.Timeout)
 }
 
+// DecideHost evaluates the principal's policy for a host operation of the
+// root helper (in.Host set): Compiled.DecideHost.
+func (e *Engine) DecideHost(ctx context.Context, b Binding, in *Input) Decision {
+	c, err := e.Policy(ctx, b)
+	if err != nil {
+		return denyf(b.String(), "", "no usable policy for %s: %v", b, err)
+	}
+	return c.DecideHost(ctx, in, e.opts.Timeout)
+}
+
 // VisibleTools returns the names of the tools of reg that the principal's
 // policy could ever allow, sorted. The daemon shows these tools in
 // tools/list and treats any other tool name in tools/call as unknown, so

@@ -26,6 +26,29 @@ const DefaultTimeout = time.Second
 // what went wrong. The protected-repository guard is applied after the
 // policy, so no policy can allow what the guard protects.
 func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration) Decision {
+	if in.Host != nil {
+		return denyf(c.Name, c.Digest, "a host operation (%s) is decided by host_decision, not by decision", in.Host.Op)
+	}
+	return c.eval(ctx, &c.decide, "decision", in, timeout)
+}
+
+// DecideHost evaluates the policy's host_decision for one host operation
+// of the root helper (in.Host set). A policy without host_decision denies
+// every host operation: a custom policy written for API calls never
+// allows one by accident (its decision may allow every read). The guard
+// applies as for API calls.
+func (c *Compiled) DecideHost(ctx context.Context, in *Input, timeout time.Duration) Decision {
+	switch {
+	case in.Host == nil:
+		return denyf(c.Name, c.Digest, "policy %s: DecideHost without a host operation", c.Name)
+	case c.host == nil:
+		return denyf(c.Name, c.Digest, "policy %s decides no host operations (it has no host_decision rule), so %s is denied", c.Name, in.Host.Op)
+	}
+	return c.eval(ctx, c.host, hostRule, in, timeout)
+}
+
+// eval evaluates one prepared query of the policy; see Decide.
+func (c *Compiled) eval(ctx context.Context, q *rego.PreparedEvalQuery, rule string, in *Input, timeout time.Duration) Decision {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -43,7 +66,7 @@ func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); cancel.Cancel() })
 	stop := context.AfterFunc(ctx, cancel.Cancel)
-	rs, err := c.decide.Eval(ctx, rego.EvalParsedInput(val), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(val), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
 	timer.Stop()
 	stop()
 	if err != nil {
@@ -56,6 +79,9 @@ func (c *Compiled) Decide(ctx context.Context, in *Input, timeout time.Duration)
 		return denyf(c.Name, c.Digest, "policy %s failed: %s", c.Name, oneLine(err.Error()))
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		if in.Host != nil {
+			return denyf(c.Name, c.Digest, "policy %s gave no %s for %s %s (undefined)", c.Name, rule, in.Host.Op, in.Host.Path)
+		}
 		return denyf(c.Name, c.Digest, "policy %s gave no decision for %s %s (undefined)", c.Name, in.Method, in.Path)
 	}
 	d, err := parseDecision(rs[0].Expressions[0].Value)

@@ -33,6 +33,33 @@ type Input struct {
 	// (ReachesHost); the engine confirms such a call even when a policy
 	// allows it.
 	ReachesHost []HostReach
+
+	// Host is set for a host operation of the root helper (input.host;
+	// null for an API call), which only a policy's host_decision decides
+	// (Compiled.DecideHost).
+	Host *HostOp
+}
+
+// HostOp is a host operation as the root helper canonicalized it: what a
+// policy's host_decision sees.
+type HostOp struct {
+	// Op is the operation: file.stat, file.list, file.read, file.write.
+	Op string
+	// Path is the canonical path (package host), and Root the allowed
+	// root it lies beneath.
+	Path, Root string
+}
+
+// hostValue is input.host.
+func (h *HostOp) value() ast.Value {
+	if h == nil {
+		return ast.Null{}
+	}
+	return ast.NewObject(
+		strItem("op", h.Op),
+		strItem("path", h.Path),
+		strItem("root", h.Root),
+	)
 }
 
 // Principal is who makes the call.
@@ -433,6 +460,7 @@ func (in *Input) Value() (ast.Value, error) {
 		ast.Item(ast.InternedTerm("reaches_host"), reachValue(in.ReachesHost, empty)),
 		item("guard", guard),
 		item("time", timeValue(in.Time)),
+		item("host", in.Host.value()),
 	), nil
 }
 
@@ -458,7 +486,7 @@ func inputKeys() []string {
 		"tool", "method", "path", "concrete_path", "params", "risk", "endpoint", "expose_credentials", "download",
 		"returns_secrets", "reaches_outside", "config_edit",
 		"targets", "nodes", "vmids", "storages", "pools", "paths", "services", "commands",
-		"reaches_host", "detail",
+		"reaches_host", "detail", "host", "op", "root",
 		"guard", "evaluated", "hits", "kind", "value", "param",
 		"time", "rfc3339", "unix", "weekday", "hour", "minute", "zone", "utc_offset_seconds",
 		"read", "write", "destructive", "GET", "POST", "PUT", "DELETE", "loopback", "stdio", "lan",

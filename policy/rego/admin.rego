@@ -47,3 +47,22 @@ decision := {"effect": "allow", "reasons": ["admin keys may make any API call"],
 	not lib.reaches_host
 	not lib.sets_host_path
 }
+
+# Host operations: files beneath the allowed roots may be read and written
+# (the helper enforces the roots and refuses the secrets); nothing the
+# guard protects.
+default host_decision := {
+	"effect": "deny",
+	"reasons": ["admin keys may read and write files on the host; this host operation is neither"],
+	"obligations": [],
+}
+
+host_decision := lib.deny(concat("", [lib.guard_reason, "; admin keys cannot request break-glass"])) if {
+	lib.host_file_op
+	lib.guard_hit
+}
+
+host_decision := lib.allow("admin keys may read and write files beneath the allowed roots") if {
+	lib.host_file_op
+	not lib.guard_hit
+}

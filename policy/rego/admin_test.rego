@@ -101,3 +101,24 @@ test_guard_does_not_apply_to_reads if {
 	req := object.union(call("GET", "/nodes/{node}/storage/{storage}/content/{volume}", "read"), {"guard": {"evaluated": true, "hits": [{"kind": "volume", "value": "local-lvm:model-repo", "param": "volume"}]}})
 	admin.decision.effect == "allow" with input as req
 }
+
+host(op, path, risk, hits) := {
+	"tool": "proxmox_host_file_write", "method": "", "path": "", "risk": risk, "params": {},
+	"endpoint": {}, "guard": {"evaluated": true, "hits": hits},
+	"host": {"op": op, "path": path, "root": "/etc"},
+}
+
+test_host_files_are_allowed if {
+	admin.host_decision.effect == "allow" with input as host("file.read", "/etc/pve/storage.cfg", "read", [])
+	admin.host_decision.effect == "allow" with input as host("file.write", "/etc/default/grub", "write", [])
+}
+
+test_host_writes_to_the_repository_are_denied if {
+	d := admin.host_decision with input as host("file.write", "/mnt/model-repo/a", "write", [{"kind": "path", "value": "/mnt/model-repo", "param": "path"}])
+	d.effect == "deny"
+	contains(d.reasons[0], "admin keys cannot request break-glass")
+}
+
+test_other_host_operations_are_denied if {
+	admin.host_decision.effect == "deny" with input as host("exec.run", "/usr/bin/bash", "destructive", [])
+}

@@ -215,3 +215,26 @@ guard_reason := concat("", [
 	concat(", ", [h.value | some h in input.guard.hits]),
 	")",
 ])
+
+# Host operations of the root helper (input.host; null for an API call),
+# decided by a policy's host_decision rule alone: a policy without one
+# decides none. The path is the helper's canonical path, beneath an allowed
+# root the helper enforces (input.host.root), and never one of the files
+# refused whatever the policy.
+
+# The operation only reads a file or a directory.
+host_file_read if input.host.op == "file.read"
+
+host_file_read if input.host.op == "file.stat"
+
+host_file_read if input.host.op == "file.list"
+
+# The operation reads or writes a file or a directory.
+host_file_op if host_file_read
+
+host_file_op if input.host.op == "file.write"
+
+# The operation's path is dir or lies beneath it (both canonical).
+host_path_in(dir) if input.host.path == dir
+
+host_path_in(dir) if startswith(input.host.path, concat("", [dir, "/"]))

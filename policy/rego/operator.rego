@@ -60,3 +60,15 @@ decision := {"effect": "allow", "reasons": ["operator keys may power guests, tak
 	not lib.guard_hit
 	not lib.sets_host_path
 }
+
+# Host operations: files under /var/log may be read, nothing else.
+default host_decision := {
+	"effect": "deny",
+	"reasons": ["operator keys may only read files under /var/log on the host"],
+	"obligations": [],
+}
+
+host_decision := lib.allow("operator keys may read files under /var/log") if {
+	lib.host_file_read
+	lib.host_path_in("/var/log")
+}

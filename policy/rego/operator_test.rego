@@ -64,3 +64,23 @@ test_reaching_the_host_is_denied if {
 	create := object.union(call("POST", "/nodes/{node}/qemu", "destructive"), {"params": {"force": true}, "reaches_host": [{"param": "force", "kind": "overwrite_vmid", "value": "1", "detail": "lets the call overwrite the existing guest 100"}]})
 	operator.decision.effect == "deny" with input as create
 }
+
+host(op, path, risk) := {
+	"tool": "proxmox_host_file_read", "method": "", "path": "", "risk": risk, "params": {},
+	"endpoint": {}, "guard": no_guard,
+	"host": {"op": op, "path": path, "root": "/var/log"},
+}
+
+test_host_reads_under_var_log_are_allowed if {
+	operator.host_decision.effect == "allow" with input as host("file.read", "/var/log/syslog", "read")
+	operator.host_decision.effect == "allow" with input as host("file.list", "/var/log", "read")
+	operator.host_decision.effect == "allow" with input as host("file.stat", "/var/log/pve/tasks/index", "read")
+}
+
+test_host_operations_elsewhere_are_denied if {
+	operator.host_decision.effect == "deny" with input as host("file.read", "/etc/pve/storage.cfg", "read")
+	# A sibling whose name starts like the directory is not in it.
+	operator.host_decision.effect == "deny" with input as host("file.read", "/var/logs/x", "read")
+	operator.host_decision.effect == "deny" with input as host("file.write", "/var/log/syslog", "write")
+	operator.host_decision.effect == "deny" with input as host("file.list", "/var", "read")
+}

@@ -25,3 +25,15 @@ decision := {"effect": "allow", "reasons": ["read-only keys may read"], "obligat
 	input.risk == "read"
 	not lib.returns_secrets
 }
+
+# Host operations: files under /var/log may be read, nothing else.
+default host_decision := {
+	"effect": "deny",
+	"reasons": ["read-only keys may only read files under /var/log on the host"],
+	"obligations": [],
+}
+
+host_decision := lib.allow("read-only keys may read files under /var/log") if {
+	lib.host_file_read
+	lib.host_path_in("/var/log")
+}

@@ -58,3 +58,23 @@ test_reaching_the_host_is_denied if {
 	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write"), {"params": {"usb0": "host=1234:5678"}, "reaches_host": [usb_host]})
 	read_only.decision.effect == "deny" with input as req
 }
+
+host(op, path, risk) := {
+	"tool": "proxmox_host_file_read", "method": "", "path": "", "risk": risk, "params": {},
+	"endpoint": {}, "guard": no_guard,
+	"host": {"op": op, "path": path, "root": "/var/log"},
+}
+
+test_host_reads_under_var_log_are_allowed if {
+	read_only.host_decision.effect == "allow" with input as host("file.read", "/var/log/syslog", "read")
+	read_only.host_decision.effect == "allow" with input as host("file.list", "/var/log", "read")
+	read_only.host_decision.effect == "allow" with input as host("file.stat", "/var/log/pve/tasks/index", "read")
+}
+
+test_host_operations_elsewhere_are_denied if {
+	read_only.host_decision.effect == "deny" with input as host("file.read", "/etc/pve/storage.cfg", "read")
+	# A sibling whose name starts like the directory is not in it.
+	read_only.host_decision.effect == "deny" with input as host("file.read", "/var/logs/x", "read")
+	read_only.host_decision.effect == "deny" with input as host("file.write", "/var/log/syslog", "write")
+	read_only.host_decision.effect == "deny" with input as host("file.list", "/var", "read")
+}

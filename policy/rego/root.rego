@@ -16,3 +16,9 @@ decision := {"effect": "allow", "reasons": ["root keys may do anything"], "oblig
 	not lib.guard_hit
 	not lib.reaches_host
 }
+
+# Host operations: all of them, but what the guard protects (break-glass)
+# and what the helper refuses whatever the policy.
+host_decision := lib.breakglass(lib.guard_reason) if lib.guard_hit
+
+host_decision := lib.allow("root keys may do anything on the host but what is always refused") if not lib.guard_hit

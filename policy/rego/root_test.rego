@@ -42,3 +42,17 @@ test_guard_needs_breakglass_even_when_reaching_the_host if {
 	req := object.union(call("PUT", "/nodes/{node}/qemu/{vmid}/config", "write", hits), {"reaches_host": [usb_host]})
 	root.decision.effect == "breakglass" with input as req
 }
+
+host(op, path, risk, hits) := {
+	"tool": "proxmox_host_file_write", "method": "", "path": "", "risk": risk, "params": {},
+	"endpoint": {}, "guard": {"evaluated": true, "hits": hits},
+	"host": {"op": op, "path": path, "root": "/"},
+}
+
+test_host_operations_are_allowed if {
+	root.host_decision.effect == "allow" with input as host("file.write", "/etc/network/interfaces", "write", [])
+}
+
+test_host_writes_to_the_repository_need_breakglass if {
+	root.host_decision.effect == "breakglass" with input as host("file.write", "/mnt/model-repo/a", "write", [{"kind": "path", "value": "/mnt/model-repo", "param": "path"}])
+}
