@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +73,46 @@ func pveCall(t *testing.T, c *Container, url, key string) (bool, string) {
 	t.Helper()
 	mc, ctx := mcpClient(t, c, url, key)
 	return callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/version"})
+}
+
+// readyz is the daemon's /readyz on its loopback listener: the status and
+// the body.
+func readyz(t *testing.T, c *Container) (int, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: c.Net.DialContext}, Timeout: 30 * time.Second}
+	resp, err := hc.Get("http://127.0.0.1:8765/readyz")
+	if err != nil {
+		t.Fatalf("GET /readyz: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// waitReadyz polls /readyz (whose checks run at most once a second)
+// until ok holds for its status and body.
+func waitReadyz(t *testing.T, c *Container, what string, ok func(code int, body string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		code, body := readyz(t, c)
+		if ok(code, body) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("/readyz is not %s: %d %s", what, code, body)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// notReady waits for /readyz to say PVE's certificate is not trusted.
+func notReady(t *testing.T, c *Container) {
+	t.Helper()
+	waitReadyz(t, c, "503 with PVE's certificate not trusted", func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, `"pve":`) && strings.Contains(body, "not trusted")
+	})
 }
 
 // setPVECert installs a certificate for pveproxy as `pvenode cert set`
@@ -191,6 +233,8 @@ func TestBootedDoctor(t *testing.T) {
 				if isErr, text := pveCall(t, c, key.Endpoints.Loopback, key.Key); isErr {
 					t.Errorf("without apidoc.js the running daemon stopped serving: %s", text)
 				}
+				code, body := readyz(t, c)
+				t.Logf("/readyz without apidoc.js: %d %s", code, body)
 			},
 			// The preflight and the configuration's check (schema.path)
 			// both name it, each with the package that ships it.
@@ -237,6 +281,7 @@ func TestBootedDoctor(t *testing.T) {
 					t.Errorf("pveproxy's certificate is signed by another CA: the daemon's call says %q, want it not trusted", text)
 				}
 				t.Logf("the daemon's call with pveproxy under a new cluster CA: %s", text)
+				notReady(t, c)
 			},
 			steps: []string{"pve-trust"},
 			words: []string{"/etc/proxmox-mcp/pve-root-ca.pem differs from /etc/pve/pve-root-ca.pem (the cluster CA changed)", "fix: proxmox-mcp install"},
@@ -257,6 +302,7 @@ func TestBootedDoctor(t *testing.T) {
 					t.Errorf("pveproxy serves a certificate nothing trusts: the daemon's call says %q, want it not trusted", text)
 				}
 				t.Logf("the daemon's call with pveproxy serving a custom certificate: %s", text)
+				notReady(t, c)
 			},
 			steps: []string{"pve-trust"},
 			words: []string{"pveproxy serves a custom certificate (SHA-256 ", "that pve.fingerprint does not pin", "fix: proxmox-mcp install (pins the current certificate and restarts the daemon)"},
@@ -277,6 +323,7 @@ func TestBootedDoctor(t *testing.T) {
 					t.Errorf("pveproxy's certificate no longer matches the pin: the daemon's call says %q, want %q", text, want)
 				}
 				t.Logf("the daemon's call with pveproxy's pinned certificate renewed: %s", text)
+				notReady(t, c)
 			},
 			steps: []string{"pve-trust"},
 			words: []string{"pveproxy's certificate changed (renewed?)", "pve.fingerprint pins", "the daemon cannot reach PVE", "fix: proxmox-mcp install (pins the current certificate and restarts the daemon)"},
@@ -311,6 +358,7 @@ func TestBootedDoctor(t *testing.T) {
 			}
 			f.undo(t)
 			green(t, c, "after undoing "+f.name)
+			waitReadyz(t, c, "ready after undoing "+f.name, func(code int, _ string) bool { return code == http.StatusOK })
 			if isErr, text := pveCall(t, c, key.Endpoints.Loopback, key.Key); isErr {
 				t.Errorf("after undoing %s, a call fails: %s", f.name, text)
 			}
