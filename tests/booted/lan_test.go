@@ -163,8 +163,8 @@ func (l lanTLS) waitServed(t *testing.T, what string, within time.Duration, ok f
 	return nil, 0
 }
 
-// mcp is an MCP session over LAN TLS to url.
-func (l lanTLS) mcp(t *testing.T, url, key string) (*client.Client, context.Context) {
+// session is an MCP session over LAN TLS to url.
+func (l lanTLS) session(t *testing.T, url, key string) (*client.Client, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -450,7 +450,7 @@ func TestBootedLAN(t *testing.T) {
 			t.Errorf("a client that does not trust the CA completed the handshake")
 		}
 		for _, url := range []string{"https://" + net.JoinHostPort(lanName, lanPort) + "/mcp", "https://" + net.JoinHostPort(c.IP, lanPort) + "/mcp"} {
-			mc, ctx := lan.mcp(t, url, key.Key)
+			mc, ctx := lan.session(t, url, key.Key)
 			if isErr, text := callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/version"}); isErr || !strings.Contains(text, "9.1") {
 				t.Fatalf("GET /version over %s with the initial root key: error=%v %s", url, isErr, text)
 			}
@@ -565,7 +565,7 @@ func TestBootedLAN(t *testing.T) {
 		if j := c.Journal("-u", unit, "-o", "cat"); !strings.Contains(j, "TLS certificate reloaded") {
 			t.Errorf("the daemon's journal does not say it reloaded its certificate")
 		}
-		mc, ctx := lan.mcp(t, "https://"+net.JoinHostPort(lanName, lanPort)+"/mcp", key.Key)
+		mc, ctx := lan.session(t, "https://"+net.JoinHostPort(lanName, lanPort)+"/mcp", key.Key)
 		if isErr, text := callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/version"}); isErr {
 			t.Errorf("a call over the renewed certificate: %s", text)
 		}
