@@ -126,6 +126,9 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
+	// Until READY=1, the status line says which step the start is at: a
+	// start held up (a locked journal) shows where in systemctl status.
+	d.lifecycle().Status("starting: loading the PVE API schema " + cfg.SchemaPath())
 	var err error
 	if d.metrics, err = d.newMetrics(); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -157,6 +160,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.verify, err = keys.NewVerifier(d.keys, keys.VerifierOptions{Logger: d.log, AfterHash: debug.FreeOSMemory}); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
+	d.lifecycle().Status("starting: opening the audit journal " + cfg.JournalPath())
 	if d.jrnl, err = journal.Open(ctx, cfg.JournalPath(), journal.Options{Logger: d.log, ObserveCommit: d.metrics.JournalCommit}); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}

@@ -52,7 +52,9 @@ func TestLifecycleNotifications(t *testing.T) {
 	r.start()
 	ev := lc.take()
 	ready := regexp.MustCompile(`^READY: serving \d+ PVE API endpoints; listeners: loopback 127\.0\.0\.1:\d+, metrics 127\.0\.0\.1:\d+$`)
-	if len(ev) != 1 || !ready.MatchString(ev[0]) {
+	// Before READY, the steps of the start that may wait.
+	if len(ev) != 3 || ev[0] != "STATUS: starting: loading the PVE API schema "+r.d.cfg.SchemaPath() ||
+		ev[1] != "STATUS: starting: opening the audit journal "+r.d.cfg.JournalPath() || !ready.MatchString(ev[2]) {
 		t.Fatalf("at start: %q", ev)
 	}
 
