@@ -377,3 +377,24 @@ func typeName(mode uint32) string {
 	}
 	return "special file"
 }
+
+// precheck is what the helper checks of a path before the policy sees it:
+// canonical, beneath an allowed root (one that allows writes, for a
+// write), not refused by name. It returns the root.
+func (t *Tree) precheck(field, p string, write bool) (string, error) {
+	p, err := CleanPath(field, p)
+	if err != nil {
+		return "", err
+	}
+	root, err := t.rootOf(field, p)
+	if err != nil {
+		return "", err
+	}
+	if write && !root.Write {
+		return "", &PathError{Field: field, Path: p, Rule: fmt.Sprintf("is beneath %s, which allows no writes", root.Path)}
+	}
+	if what := t.refusedName(p); what != "" {
+		return "", fmt.Errorf("%w: %w", ErrRefused, &PathError{Field: field, Path: p, Rule: fmt.Sprintf("is refused whatever the policy (%s holds this install's or the host's secrets)", what)})
+	}
+	return root.Path, nil
+}

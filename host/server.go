@@ -1,0 +1,422 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// ServerOptions are what the helper trusts: its own tree, root's copy of
+// the keys and policies, its own journal.
+type ServerOptions struct {
+	Tree *Tree
+	// Keys verifies the caller's key against root's copy of the keys
+	// (package authority), never the daemon's.
+	Keys *keys.Verifier
+	// Policies decides with root's copy of the policies.
+	Policies *policy.Engine
+	// Journal is the helper's own journal, in a directory only root can
+	// write.
+	Journal *journal.Journal
+	// PeerUIDs may connect: the daemon's user and root.
+	PeerUIDs []int
+	// Protected are the protected repository's paths: a write at or
+	// beneath one is a guard hit (break-glass).
+	Protected []string
+	// ReadTimeout bounds reading a request (5 s).
+	ReadTimeout time.Duration
+	// MaxConns bounds the connections served at once (8).
+	MaxConns int
+	Logger   *slog.Logger
+}
+
+// Server is the root helper's service: one request per connection.
+type Server struct {
+	opts ServerOptions
+	sem  chan struct{}
+}
+
+// NewServer checks opts.
+func NewServer(opts ServerOptions) (*Server, error) {
+	switch {
+	case opts.Tree == nil, opts.Keys == nil, opts.Policies == nil, opts.Journal == nil:
+		return nil, errors.New("host: a server needs its tree, key verifier, policy engine and journal")
+	case len(opts.PeerUIDs) == 0:
+		return nil, errors.New("host: a server needs the uids that may connect")
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 5 * time.Second
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 8
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Server{opts: opts, sem: make(chan struct{}, opts.MaxConns)}, nil
+}
+
+// Serve answers connections on l until ctx ends or, when idle is not
+// zero, no connection has come for that long (socket activation starts
+// the helper again on the next one). It waits for the connections it
+// serves.
+func (s *Server) Serve(ctx context.Context, l *net.UnixListener, idle time.Duration) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		deadline := time.Time{}
+		if idle > 0 {
+			deadline = time.Now().Add(idle)
+		}
+		if err := l.SetDeadline(deadline); err != nil {
+			return fmt.Errorf("host: %w", err)
+		}
+		c, err := l.AcceptUnix()
+		if ctx.Err() != nil {
+			if c != nil {
+				c.Close()
+			}
+			return nil
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.opts.Logger.Info("helper: idle, exiting", "idle", idle)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("host: accept: %w", err)
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			c.Close()
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-s.sem }()
+			s.serveConn(ctx, c)
+		}()
+	}
+}
+
+func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
+	defer c.Close()
+	peer, err := PeerOf(c)
+	if err != nil {
+		s.opts.Logger.Warn("helper: no peer credentials; connection closed", "err", err)
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout)) //nolint:errcheck // a failed deadline only loses the bound
+	body, err := ReadFrame(c, MaxFrame)
+	var resp Response
+	if err != nil {
+		resp = s.refuse(ctx, peer, Request{}, &WireError{Code: "bad_request", Message: err.Error()})
+	} else {
+		resp = s.Handle(ctx, peer, body)
+	}
+	c.SetWriteDeadline(time.Now().Add(s.opts.ReadTimeout)) //nolint:errcheck // as above
+	if err := WriteFrame(c, resp); err != nil {
+		s.opts.Logger.Warn("helper: the answer was not delivered", "id", resp.ID, "err", err)
+	}
+}
+
+// Handle answers one request from peer. Everything is checked here, in
+// this order, whatever the daemon claims: the peer, the envelope, the
+// key (against root's copy), the arguments, the path (canonical, beneath
+// an allowed root, not refused), the caller's policy on the operation as
+// canonicalized, then the operation; every answer is journaled.
+func (s *Server) Handle(ctx context.Context, peer Peer, body []byte) Response {
+	if !slices.Contains(s.opts.PeerUIDs, peer.UID) {
+		return s.refuse(ctx, peer, Request{}, &WireError{Code: "refused",
+			Message: fmt.Sprintf("uid %d may not use the helper (only the daemon's user and root)", peer.UID)})
+	}
+	req, err := DecodeRequest(body)
+	if err != nil {
+		return s.refuse(ctx, peer, Request{}, asWire(err))
+	}
+	pr, err := s.opts.Keys.Verify(ctx, req.Key, "helper")
+	if err != nil {
+		return s.refuse(ctx, peer, req, &WireError{Code: "unauthenticated", Field: "key",
+			Message: "the key is not one root's copy of the keys holds, or it is revoked or expired: " + err.Error()})
+	}
+	op, err := parseOp(req.Op, req.Args)
+	if err != nil {
+		return s.answer(ctx, peer, req, pr, nil, policy.Decision{}, asWire(err))
+	}
+	root, err := s.opts.Tree.precheck(op.field(), op.path(), op.writes())
+	if err != nil {
+		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, asWire(err))
+	}
+	d := s.opts.Policies.DecideHost(ctx, policy.Binding{Profile: pr.Profile, Policy: pr.Policy}, s.input(req, pr, op, root))
+	if d.Effect != policy.Allow {
+		return s.answer(ctx, peer, req, pr, op, d, &WireError{Code: "denied", Message: decisionText(d)})
+	}
+	return s.run(ctx, peer, req, pr, op, d)
+}
+
+// input is the policy's input for op.
+func (s *Server) input(req Request, pr keys.Principal, op hostOp, root string) *policy.Input {
+	risk := schema.RiskRead
+	if op.writes() {
+		risk = schema.RiskWrite
+	}
+	g := policy.Guard{Evaluated: true}
+	if op.writes() {
+		for _, p := range s.opts.Protected {
+			if beneath(op.path(), p) || beneath(p, op.path()) {
+				g.Hits = append(g.Hits, policy.GuardHit{Kind: "path", Value: p, Param: op.field()})
+			}
+		}
+	}
+	return &policy.Input{
+		Principal: policy.Principal{KeyID: pr.KeyID, Name: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source},
+		Tool:      op.tool(), Risk: risk, Guard: g, Time: time.Now(),
+		Targets: policy.Targets{Paths: []string{op.path()}},
+		Host:    &policy.HostOp{Op: req.Op, Path: op.path(), Root: root},
+	}
+}
+
+// run does an allowed operation: a read is journaled once it is done, a
+// write has its intent journaled before and its receipt after.
+func (s *Server) run(ctx context.Context, peer Peer, req Request, pr keys.Principal, op hostOp, d policy.Decision) Response {
+	start := time.Now()
+	call := s.call(peer, req, pr, op, d)
+	if !op.writes() {
+		res, err := op.do(s.opts.Tree)
+		return s.finish(ctx, req.ID, call, start, res, err, false)
+	}
+	ev, err := s.opts.Journal.Intent(ctx, call)
+	if err != nil {
+		return Response{ID: req.ID, Error: &WireError{Code: "failed", Message: "the helper's journal did not take the intent, so nothing was written: " + err.Error()}}
+	}
+	call.ID = ev.CallID
+	res, err := op.do(s.opts.Tree)
+	return s.finish(ctx, req.ID, call, start, res, err, true)
+}
+
+// finish journals how an operation ended (the receipt of a write, the one
+// row of a read) and answers; the answer carries the daemon's id.
+func (s *Server) finish(ctx context.Context, id string, call journal.Call, start time.Time, res any, err error, receipt bool) Response {
+	resp := Response{ID: id}
+	result := journal.Result{Outcome: journal.OutcomeOK, Duration: time.Since(start)}
+	if err != nil {
+		resp.Error = asWire(err)
+		result.Outcome, result.Error = journal.OutcomeError, resp.Error.Message
+	} else if resp.Result, err = json.Marshal(res); err != nil {
+		resp.Error = &WireError{Code: "failed", Message: "encode the answer: " + err.Error()}
+		result.Outcome, result.Error = journal.OutcomeError, resp.Error.Message
+	}
+	var jerr error
+	if receipt {
+		_, jerr = s.opts.Journal.Receipt(ctx, call.ID, result)
+	} else {
+		_, jerr = s.opts.Journal.Record(ctx, call, result)
+	}
+	if jerr != nil {
+		s.opts.Logger.Error("helper: journal", "id", call.ID, "err", jerr)
+		if !receipt {
+			// A read that could not be journaled is not answered.
+			return Response{ID: id, Error: &WireError{Code: "failed", Message: "the helper's journal did not take the call, so its answer is withheld: " + jerr.Error()}}
+		}
+	}
+	resp.OK = resp.Error == nil
+	return resp
+}
+
+// call is the journal row of a request. Its call id is the helper's own
+// (the journal makes one): the daemon's id is recorded beside it, so a
+// daemon that reuses ids cannot keep a row out of the journal.
+func (s *Server) call(peer Peer, req Request, pr keys.Principal, op hostOp, d policy.Decision) journal.Call {
+	c := journal.Call{
+		Principal: journal.Principal{KeyID: pr.KeyID, KeyName: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source},
+		Tool:      "helper",
+		Args:      map[string]any{"peer_uid": peer.UID, "peer_pid": peer.PID, "daemon_id": req.ID, "op": req.Op},
+		Decision:  journal.Decision{Effect: string(d.Effect), Reasons: d.Reasons, Policy: d.Policy, PolicyDigest: d.Digest},
+	}
+	if op != nil {
+		c.Tool = op.tool()
+		c.Path = op.path()
+		c.Risk = "read"
+		if op.writes() {
+			c.Risk = "write"
+		}
+		c.Args = map[string]any{"peer_uid": peer.UID, "peer_pid": peer.PID, "daemon_id": req.ID, "op": req.Op, "args": op.journalArgs()}
+	}
+	return c
+}
+
+// refuse answers a request refused before its key was verified.
+func (s *Server) refuse(ctx context.Context, peer Peer, req Request, we *WireError) Response {
+	return s.answer(ctx, peer, req, keys.Principal{KeyID: "unverified"}, nil, policy.Decision{}, we)
+}
+
+// answer journals and returns a refusal.
+func (s *Server) answer(ctx context.Context, peer Peer, req Request, pr keys.Principal, op hostOp, d policy.Decision, we *WireError) Response {
+	call := s.call(peer, req, pr, op, d)
+	outcome := journal.OutcomeInvalid
+	switch we.Code {
+	case "denied", "refused", "unauthenticated":
+		outcome = journal.OutcomeDenied
+	}
+	if _, err := s.opts.Journal.Record(ctx, call, journal.Result{Outcome: outcome, Error: we.Message}); err != nil {
+		s.opts.Logger.Error("helper: journal a refusal", "err", err)
+	}
+	s.opts.Logger.Info("helper: refused", "code", we.Code, "field", we.Field, "peer_uid", peer.UID, "op", req.Op, "err", we.Message)
+	return Response{ID: req.ID, Error: we}
+}
+
+func decisionText(d policy.Decision) string {
+	msg := fmt.Sprintf("%s: %s", d.Policy, d.Effect)
+	for _, r := range d.Reasons {
+		msg += "; " + r
+	}
+	if d.Effect == policy.Confirm || d.Effect == policy.Breakglass {
+		msg += " (host operations take no confirmation or break-glass yet: nothing was done)"
+	}
+	return msg
+}
+
+// asWire is err as the wire's error, with the code a caller branches on.
+func asWire(err error) *WireError {
+	var we *WireError
+	if errors.As(err, &we) {
+		return we
+	}
+	var pe *PathError
+	switch {
+	case errors.Is(err, ErrRefused):
+		if errors.As(err, &pe) {
+			return &WireError{Code: "refused", Field: pe.Field, Message: pe.Error()}
+		}
+		return &WireError{Code: "refused", Message: err.Error()}
+	case errors.Is(err, ErrConflict):
+		return &WireError{Code: "conflict", Message: err.Error()}
+	case errors.Is(err, fs.ErrNotExist):
+		return &WireError{Code: "not_found", Message: err.Error()}
+	case errors.As(err, &pe):
+		return &WireError{Code: "bad_request", Field: pe.Field, Message: pe.Error()}
+	case errors.Is(err, errArgs):
+		return &WireError{Code: "bad_request", Message: err.Error()}
+	}
+	return &WireError{Code: "failed", Message: err.Error()}
+}
+
+// errArgs marks arguments that break a rule of their operation.
+var errArgs = errors.New("bad arguments")
+
+// hostOp is one decoded operation.
+type hostOp interface {
+	tool() string
+	field() string
+	path() string
+	writes() bool
+	journalArgs() any
+	do(t *Tree) (any, error)
+}
+
+// parseOp decodes an operation's arguments strictly.
+func parseOp(op string, args json.RawMessage) (hostOp, error) {
+	var v hostOp
+	switch op {
+	case "file.stat":
+		v = &statOp{}
+	case "file.list":
+		v = &listOp{}
+	case "file.read":
+		v = &readOp{}
+	case "file.write":
+		v = &writeOp{}
+	default:
+		return nil, &WireError{Code: "bad_request", Field: "op", Message: fmt.Sprintf("op %q: the helper knows file.stat, file.list, file.read and file.write", op)}
+	}
+	if err := DecodeStrict(args, v); err != nil {
+		return nil, &WireError{Code: "bad_request", Field: "args", Message: fmt.Sprintf("args of %s: %v", op, err)}
+	}
+	if w, ok := v.(*writeOp); ok {
+		if err := w.decode(); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+type statOp struct {
+	Path string `json:"path"`
+}
+
+func (o *statOp) tool() string            { return "proxmox_host_file_stat" }
+func (o *statOp) field() string           { return "path" }
+func (o *statOp) path() string            { return o.Path }
+func (o *statOp) writes() bool            { return false }
+func (o *statOp) journalArgs() any        { return o }
+func (o *statOp) do(t *Tree) (any, error) { return t.Stat(o.Path) }
+
+type listOp struct{ ListRequest }
+
+func (o *listOp) tool() string            { return "proxmox_host_file_list" }
+func (o *listOp) field() string           { return "path" }
+func (o *listOp) path() string            { return o.Path }
+func (o *listOp) writes() bool            { return false }
+func (o *listOp) journalArgs() any        { return o.ListRequest }
+func (o *listOp) do(t *Tree) (any, error) { return t.List(o.ListRequest) }
+
+type readOp struct{ ReadRequest }
+
+func (o *readOp) tool() string            { return "proxmox_host_file_read" }
+func (o *readOp) field() string           { return "path" }
+func (o *readOp) path() string            { return o.Path }
+func (o *readOp) writes() bool            { return false }
+func (o *readOp) journalArgs() any        { return o.ReadRequest }
+func (o *readOp) do(t *Tree) (any, error) { return t.Read(o.ReadRequest) }
+
+// writeOp is a write's arguments on the wire: the content as text or
+// base64.
+type writeOp struct {
+	WriteRequest
+	Content  string `json:"content"`
+	Encoding string `json:"encoding,omitempty"` // utf-8 (default) or base64
+}
+
+func (o *writeOp) decode() error {
+	switch o.Encoding {
+	case "", "utf-8":
+		o.Data = []byte(o.Content)
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(o.Content)
+		if err != nil {
+			return &WireError{Code: "bad_request", Field: "content", Message: "content: not valid base64: " + err.Error()}
+		}
+		o.Data = b
+	default:
+		return &WireError{Code: "bad_request", Field: "encoding", Message: fmt.Sprintf("encoding %q: must be utf-8 or base64", o.Encoding)}
+	}
+	return nil
+}
+
+func (o *writeOp) tool() string  { return "proxmox_host_file_write" }
+func (o *writeOp) field() string { return "path" }
+func (o *writeOp) path() string  { return o.Path }
+func (o *writeOp) writes() bool  { return true }
+
+// journalArgs records the write without its content (its hash and size
+// are the evidence).
+func (o *writeOp) journalArgs() any {
+	return map[string]any{"path": o.Path, "sha256": o.SHA256, "size": strconv.Itoa(len(o.Data)), "if_sha256": o.IfSHA256, "create": o.Create}
+}
+func (o *writeOp) do(t *Tree) (any, error) { return t.Write(o.WriteRequest) }
