@@ -76,6 +76,9 @@ func (c *Config) check() error {
 	if err := c.Metrics.check(); err != nil {
 		return err
 	}
+	if err := c.Host.check(); err != nil {
+		return err
+	}
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:

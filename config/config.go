@@ -74,6 +74,8 @@ type Config struct {
 	Cluster Cluster `json:"cluster,omitzero"`
 	// Metrics is the Prometheus listener (docs/metrics.md).
 	Metrics Metrics `json:"metrics,omitzero"`
+	// Host configures the root helper's host operations (docs/host.md).
+	Host Host `json:"host,omitzero"`
 }
 
 // Schema locates apidoc.js.

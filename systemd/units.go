@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+
+	"github.com/proxmox-mcp/proxmox-mcp/config"
 )
 
 //go:embed units/*.tmpl
@@ -47,6 +49,22 @@ type UnitOptions struct {
 	User, Group string
 	// Cluster adds the cluster sync (cluster.enabled; docs/cluster.md).
 	Cluster bool
+	// HelperSocket is the root helper's socket
+	// (config.DefaultHelperSocket).
+	HelperSocket string
+	// HostWriteRoots are the helper's write roots (host.roots with
+	// write), its ReadWritePaths.
+	HostWriteRoots []string
+}
+
+// HelperStateDirectory is the helper's StateDirectory=: the state
+// directory's name with "-helper" (host.HelperDir), or
+// proxmox-mcp-helper when the state directory is outside /var/lib.
+func (o UnitOptions) HelperStateDirectory() string {
+	if rel := o.StateDirectory(); rel != "" && !strings.Contains(rel, "/") {
+		return rel + "-helper"
+	}
+	return DefaultUser + "-helper"
 }
 
 // LAN reports whether the mode serves a LAN listener.
@@ -80,6 +98,15 @@ func (o UnitOptions) check() error {
 			return fmt.Errorf("units: %s %q: want an absolute, clean path without spaces, quotes or specifiers", p.field, p.path)
 		}
 	}
+	paths := []struct{ field, path string }{{"helper socket", o.HelperSocket}}
+	for _, p := range o.HostWriteRoots {
+		paths = append(paths, struct{ field, path string }{"host write root", p})
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p.path) || path.Clean(p.path) != p.path || strings.ContainsAny(p.path, " \t\n\"'\\$%;") || p.path == "/" {
+			return fmt.Errorf("units: %s %q: want an absolute, clean path without spaces, quotes or specifiers, not /", p.field, p.path)
+		}
+	}
 	for _, n := range []struct{ field, name string }{{"user", o.User}, {"group", o.Group}} {
 		if !unitName.MatchString(n.name) {
 			return fmt.Errorf("units: %s %q: want a system user name ([a-z_][a-z0-9_-]*, at most 32)", n.field, n.name)
@@ -107,6 +134,9 @@ func (o UnitOptions) withDefaults() UnitOptions {
 	}
 	if o.Group == "" {
 		o.Group = o.User
+	}
+	if o.HelperSocket == "" {
+		o.HelperSocket = config.DefaultHelperSocket
 	}
 	return o
 }
@@ -152,6 +182,37 @@ func Render(o UnitOptions) ([]Unit, error) {
 			return nil, fmt.Errorf("units: %s: %w", f.name, err)
 		}
 		out = append(out, Unit{Name: f.name, Dir: f.dir, Data: b.Bytes()})
+	}
+	return out, nil
+}
+
+// The root helper's units (docs/host.md).
+const (
+	HelperSocket  = "proxmox-mcp-helper.socket"
+	HelperService = "proxmox-mcp-helper.service"
+)
+
+// RenderHelper renders the root helper's socket and service. They are
+// rendered apart from Render's: the installer does not install them yet.
+func RenderHelper(o UnitOptions) ([]Unit, error) {
+	o = o.withDefaults()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	var out []Unit
+	for _, f := range []struct{ name, tmpl string }{
+		{HelperSocket, "proxmox-mcp-helper.socket.tmpl"},
+		{HelperService, "proxmox-mcp-helper.service.tmpl"},
+	} {
+		t, err := template.New(f.tmpl).Option("missingkey=error").ParseFS(unitFS, "units/"+f.tmpl)
+		if err != nil {
+			return nil, fmt.Errorf("units: %s: %w", f.name, err)
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, o); err != nil {
+			return nil, fmt.Errorf("units: %s: %w", f.name, err)
+		}
+		out = append(out, Unit{Name: f.name, Dir: UnitDir, Data: b.Bytes()})
 	}
 	return out, nil
 }

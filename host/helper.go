@@ -1,0 +1,121 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
+	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"golang.org/x/sys/unix"
+)
+
+// HelperDir is the helper's own state (its journal) for a state
+// directory: beside it, "-helper" appended (/var/lib/proxmox-mcp-helper,
+// the unit's StateDirectory=, root:root 0700).
+func HelperDir(stateDir string) string { return filepath.Clean(stateDir) + "-helper" }
+
+// HelperOptions say where the helper's configuration is.
+type HelperOptions struct {
+	Config *config.Config
+	// ConfigDir is the configuration's directory (refused to every file
+	// operation: it holds the configuration, the tokens and the CA key).
+	ConfigDir string
+	Logger    *slog.Logger
+}
+
+// OpenHelper builds the helper's server from what root owns: the
+// configured roots, root's copy of the keys and policies, its own
+// journal. The daemon's user (the state directory's owner) and root may
+// connect. It returns the server and what closes it.
+func OpenHelper(ctx context.Context, o HelperOptions) (*Server, func() error, error) {
+	cfg := o.Config
+	if os.Geteuid() != 0 {
+		return nil, nil, errors.New("host: the helper runs as root")
+	}
+	if cfg.Cluster.Enabled {
+		return nil, nil, errors.New("host: host operations in cluster mode are not supported yet (the helper would need pmxcfs's copy of the keys); nothing is served")
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(cfg.StateDir, &st); err != nil {
+		return nil, nil, fmt.Errorf("host: the state directory %s: %w", cfg.StateDir, err)
+	}
+	auth := authority.New(cfg.StateDir, o.Logger, nil)
+	exists, err := auth.Exists()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !exists {
+		return nil, nil, fmt.Errorf("host: there is no root's copy of the keys yet (%s): make or change a key as root (proxmox-mcp key create), which makes it", auth.Dir())
+	}
+	helperDir := HelperDir(cfg.StateDir)
+	var roots []Root
+	for _, r := range cfg.Host.HostRoots() {
+		roots = append(roots, Root{Path: r.Path, Write: r.Write, CrossMounts: r.CrossMounts})
+	}
+	tree, err := OpenTree(roots, DefaultRefused(SecretPaths{ConfigDir: o.ConfigDir, StateDir: cfg.StateDir,
+		Extra: []string{auth.Dir(), helperDir, cfg.PKI.Dir}}))
+	if err != nil {
+		return nil, nil, err
+	}
+	ks, err := keys.Open(auth.Dir(), keys.Options{Logger: o.Logger})
+	if err != nil {
+		tree.Close()
+		return nil, nil, err
+	}
+	v, err := keys.NewVerifier(ks, keys.VerifierOptions{})
+	if err != nil {
+		tree.Close()
+		return nil, nil, err
+	}
+	ps, err := policy.NewStore(auth.Dir(), nil)
+	if err != nil {
+		tree.Close()
+		return nil, nil, err
+	}
+	eng, err := policy.NewEngine(ctx, ps, policy.EngineOptions{Logger: o.Logger})
+	if err != nil {
+		tree.Close()
+		return nil, nil, err
+	}
+	if err := rootOnlyDir(helperDir); err != nil {
+		tree.Close()
+		return nil, nil, err
+	}
+	j, err := journal.Open(ctx, filepath.Join(helperDir, "journal.db"), journal.Options{Logger: o.Logger})
+	if err != nil {
+		tree.Close()
+		return nil, nil, err
+	}
+	srv, err := NewServer(ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: j,
+		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, Logger: o.Logger})
+	if err != nil {
+		j.Close()
+		tree.Close()
+		return nil, nil, err
+	}
+	return srv, func() error { return errors.Join(j.Close(), tree.Close()) }, nil
+}
+
+// rootOnlyDir makes dir when missing and refuses it unless it is a
+// directory only root can reach (root:root, no group or other bits): the
+// helper's journal is root's alone.
+func rootOnlyDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("host: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("host: %s: %w", dir, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o077 != 0 {
+		return fmt.Errorf("host: %s must be a directory of root's alone (root:root 0700); it is uid %d mode %04o: check it, then fix it", dir, st.Uid, st.Mode&0o7777)
+	}
+	return nil
+}
