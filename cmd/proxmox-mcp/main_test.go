@@ -99,49 +99,59 @@ func TestScripts(t *testing.T) {
 }
 
 func startSimulator(ts *testscript.TestScript, cfgPath string) error {
-	work := ts.Getenv("WORK")
-	reg, err := schema.Parse(sim.DemoSchema())
+	metricsAddr, err := simulatorConfig(ts.Getenv("WORK"), cfgPath, ts.Defer)
 	if err != nil {
 		return err
+	}
+	ts.Setenv("METRICS", metricsAddr)
+	return nil
+}
+
+// simulatorConfig starts the simulator until cleanup runs what it is
+// given and writes the configuration startSimulator describes, in work;
+// it returns the metrics listener's address.
+func simulatorConfig(work, cfgPath string, cleanup func(func())) (metricsAddr string, err error) {
+	reg, err := schema.Parse(sim.DemoSchema())
+	if err != nil {
+		return "", err
 	}
 	s, err := sim.New(sim.Options{Registry: reg, Seed: 1, TaskDuration: 0.05})
 	if err != nil {
-		return err
+		return "", err
 	}
 	srv, err := sim.Listen(s, "127.0.0.1:0")
 	if err != nil {
-		return err
+		return "", err
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	ts.Defer(func() { stop(); <-done })
+	cleanup(func() { stop(); <-done })
 	apidoc := filepath.Join(work, "apidoc.js")
 	if err := os.WriteFile(apidoc, sim.DemoSchema(), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	// A port free now for the metrics listener, in $METRICS, for scripts
 	// that run serve and ask it (status).
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return "", err
 	}
-	metricsAddr := ln.Addr().String()
+	metricsAddr = ln.Addr().String()
 	ln.Close()
-	ts.Setenv("METRICS", metricsAddr)
 	tokDir := filepath.Join(work, "tokens")
 	if err := os.MkdirAll(tokDir, 0o700); err != nil {
-		return err
+		return "", err
 	}
 	tokens := ""
 	for _, tier := range config.Tiers() {
 		tok, ok := s.Token("mcp@pve!" + tier)
 		if !ok {
-			return fmt.Errorf("the simulator has no %s token", tier)
+			return "", fmt.Errorf("the simulator has no %s token", tier)
 		}
 		path := filepath.Join(tokDir, tier)
 		if err := os.WriteFile(path, []byte(tok.Secret+"\n"), 0o600); err != nil {
-			return err
+			return "", err
 		}
 		tokens += fmt.Sprintf("      %q: {\"id\": %q, \"secret_file\": %q},\n", tier, tok.ID, path)
 	}
@@ -160,5 +170,5 @@ func startSimulator(ts *testscript.TestScript, cfgPath string) error {
   "metrics": {"address": %q},
 }
 `, filepath.Join(work, "state"), apidoc, srv.URL, srv.Fingerprint, tokens, metricsAddr)
-	return os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	return metricsAddr, os.WriteFile(cfgPath, []byte(cfg), 0o600)
 }

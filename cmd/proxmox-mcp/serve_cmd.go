@@ -16,7 +16,6 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/daemon"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
-	"github.com/proxmox-mcp/proxmox-mcp/tools"
 )
 
 func serveCommands() map[string]command {
@@ -113,47 +112,13 @@ func tailscaleLogUpload(cfg *config.Config) {
 
 func (c *cli) stdio(args []string) error {
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file (default "+config.DefaultFile+")")
-	stateDir := fs.String("state-dir", "", "state directory (overrides the configuration's)")
-	keyFile := fs.String("key-file", "", "file holding the key (else $PMCP_KEY)")
-	localRoot := fs.Bool("local-root", false, "act as root on this host, without a key (uid 0 only; audited as local-root)")
-	if _, err := parse(fs, args, 0, "proxmox-mcp stdio [--config FILE] [--key-file FILE | --local-root]"); err != nil {
+	sf := addSessionFlags(fs, false)
+	if _, err := parse(fs, args, 0, "proxmox-mcp stdio [--config FILE] [--state-dir DIR] [--key-file FILE | --local-root]"); err != nil {
 		return err
 	}
-	cfg, err := config.Resolve(*cfgPath, *stateDir)
-	if err != nil {
-		return err
-	}
-	log := c.logger(cfg.Log.Level)
 	softMemoryLimit()
-	var key string
-	switch {
-	case *localRoot && (*keyFile != "" || os.Getenv("PMCP_KEY") != ""):
-		return usagef("--local-root takes no key")
-	case *localRoot:
-		if os.Geteuid() != 0 {
-			return errors.New("--local-root is only for uid 0 on the host")
-		}
-	case *keyFile != "":
-		b, err := os.ReadFile(*keyFile)
-		if err != nil {
-			return fmt.Errorf("--key-file: %w", err)
-		}
-		key = strings.TrimSpace(string(b))
-	default:
-		key = os.Getenv("PMCP_KEY")
-		if key == "" {
-			return usagef("give the key in $PMCP_KEY or --key-file, or use --local-root as root")
-		}
-	}
-	d, err := daemon.New(c.ctx, daemon.Options{Config: cfg, ConfigPath: *cfgPath, Version: version, Logger: log})
+	d, caller, err := c.openLocal(sf, "")
 	if err != nil {
-		return err
-	}
-	var caller tools.Caller
-	if *localRoot {
-		caller = daemon.LocalRoot()
-	} else if caller, err = d.StdioCaller(c.ctx, key); err != nil {
 		return err
 	}
 	return d.ServeStdio(c.ctx, os.Stdin, os.Stdout, caller)

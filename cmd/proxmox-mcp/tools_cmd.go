@@ -2,17 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/daemon"
 	"github.com/proxmox-mcp/proxmox-mcp/tools"
 )
@@ -25,99 +21,20 @@ func toolsCommands() map[string]command {
 	}
 }
 
-// sessionFlags are the flags that choose who calls and on which daemon
-// state: the configuration, the state directory and the key.
-type sessionFlags struct {
-	config, stateDir, keyFile *string
-	localRoot                 *bool
-}
-
-func addSessionFlags(fs *flag.FlagSet) sessionFlags {
-	return sessionFlags{
-		config:    fs.String("config", "", "configuration file (default "+config.DefaultFile+")"),
-		stateDir:  fs.String("state-dir", "", "state directory (overrides the configuration's)"),
-		keyFile:   fs.String("key-file", "", "file holding the key to call with (else $PMCP_KEY; as root without either: local-root)"),
-		localRoot: fs.Bool("local-root", false, "call as local-root (uid 0 only; the default for root without a key)"),
-	}
-}
-
 // session opens the daemon's MCP server in process for the caller the
-// flags name: a key from --key-file or $PMCP_KEY, else local-root for uid
-// 0. As root, the command first gives up root for the journal's owner
-// (the daemon's user), as audit resolve does: root never writes in the
-// service user's state directory.
+// flags name (openLocal: a key, else local-root for uid 0; as root, the
+// state directory's owner first).
 func (c *cli) session(f sessionFlags) (*daemon.Local, error) {
-	cfg, err := config.Resolve(*f.config, *f.stateDir)
+	d, caller, err := c.openLocal(f, "warn")
 	if err != nil {
 		return nil, err
-	}
-	var key string
-	switch {
-	case *f.localRoot && (*f.keyFile != "" || os.Getenv("PMCP_KEY") != ""):
-		return nil, usagef("--local-root takes no key")
-	case *f.keyFile != "":
-		b, err := os.ReadFile(*f.keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("--key-file: %w", err)
-		}
-		key = strings.TrimSpace(string(b))
-	case !*f.localRoot:
-		key = os.Getenv("PMCP_KEY")
-	}
-	if key == "" && os.Geteuid() != 0 {
-		return nil, usagef("give a key with --key-file or $PMCP_KEY (local-root is for uid 0 only)")
-	}
-	if err := asStateOwner(cfg); err != nil {
-		return nil, err
-	}
-	d, err := daemon.New(c.ctx, daemon.Options{Config: cfg, ConfigPath: *f.config, Version: version, Logger: c.logger("warn")})
-	if err != nil {
-		return nil, err
-	}
-	caller := daemon.LocalRoot()
-	if key != "" {
-		if caller, err = d.StdioCaller(c.ctx, key); err != nil {
-			return nil, errors.Join(err, d.Close())
-		}
 	}
 	return d.Local(c.ctx, caller)
 }
 
-// asStateOwner gives up root for the owner of the journal (or, before
-// there is one, of the state directory) when that is not root.
-func asStateOwner(cfg *config.Config) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	if _, err := os.Lstat(cfg.JournalPath()); err == nil {
-		return asJournalOwner(cfg.JournalPath())
-	}
-	return asDirOwner(cfg.StateDir)
-}
-
-// asDirOwner gives up root for the owner of dir when that is another
-// user (a directory not there yet is made by root, as the daemon would).
-func asDirOwner(dir string) error {
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("state directory: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.IsDir() {
-		return fmt.Errorf("state directory %s: not a directory", dir)
-	}
-	if st.Uid == 0 {
-		return nil
-	}
-	return becomeUser(int(st.Uid), int(st.Gid))
-}
-
 func (c *cli) toolsList(args []string) error {
 	fs := flag.NewFlagSet("tools list", flag.ContinueOnError)
-	sf := addSessionFlags(fs)
+	sf := addSessionFlags(fs, true)
 	asJSON := fs.Bool("json", false, "print one JSON object {\"tools\": [...]} with each tool's schema and annotations")
 	if _, err := parse(fs, args, 0, "proxmox-mcp tools list [--key-file FILE | --local-root] [--config FILE] [--state-dir DIR] [--json]"); err != nil {
 		return err
@@ -192,7 +109,7 @@ func jsonOrString(v string) any {
 
 func (c *cli) toolsCall(args []string) error {
 	fs := flag.NewFlagSet("tools call", flag.ContinueOnError)
-	sf := addSessionFlags(fs)
+	sf := addSessionFlags(fs, true)
 	given := argFlags{}
 	fs.Var(given, "arg", "an argument `NAME=VALUE` (repeat; VALUE is JSON when it parses, else a string)")
 	argsJSON := fs.String("args", "", "the arguments as one JSON `OBJECT` (--arg overrides its keys)")
@@ -270,7 +187,7 @@ var pveshVerbs = map[string]string{"get": "GET", "ls": "GET", "create": "POST", 
 // are strings, as pvesh sends them; PVE's schema reads them.
 func (c *cli) call(args []string) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	sf := addSessionFlags(fs)
+	sf := addSessionFlags(fs, true)
 	asJSON := fs.Bool("json", false, "print the tool's result as MCP returns it")
 	dryRun := fs.Bool("dry-run", false, "plan and check the call, send nothing")
 	confirm := fs.String("confirm", "", "the confirmation `TOKEN` a previous answer asked for")
