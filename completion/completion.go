@@ -179,7 +179,10 @@ func Zsh(w io.Writer, prog string, cmds []Command) error {
 		b.WriteString("\t\t\t'*:argument:_files'\n\t\t;;\n")
 	}
 	b.WriteString("\tesac\n}\n\n")
-	fmt.Fprintf(&b, "if [ \"$funcstack[1]\" = %q ]; then\n\t%s \"$@\"\nelse\n\tcompdef %s %s\nfi\n", fn, fn, fn, prog)
+	// Installed as the file _PROG on $fpath (what #compdef names), the
+	// script is autoloaded as the function _PROG by the first completion:
+	// it defines fn and completes at once. Sourced, it registers fn.
+	fmt.Fprintf(&b, "if [ \"$funcstack[1]\" = %q ]; then\n\t%s \"$@\"\nelse\n\tcompdef %s %s\nfi\n", "_"+prog, fn, fn, prog)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
