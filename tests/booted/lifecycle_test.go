@@ -285,6 +285,15 @@ func TestBootedWatchdog(t *testing.T) {
 		t.Logf("the daemon said: %s", strings.SplitN(strings.TrimSpace(why), "\n", 2)[0])
 	}
 
+	// systemd's watchdog signal is SIGABRT: the Go runtime writes the
+	// stacks of the killed daemon to stderr, the journal, where an
+	// operator sees what it was stuck in.
+	if dump := c.Journal("-u", unit, "-o", "cat", "--grep", "^(SIGABRT|goroutine [0-9]+ )"); strings.Contains(dump, "SIGABRT") {
+		t.Logf("the killed daemon's stacks are in the journal: %d goroutines", strings.Count(dump, "goroutine "))
+	} else {
+		t.Errorf("no stack dump of the killed daemon (SIGABRT) in the journal")
+	}
+
 	mc, ctx := mcpClient(t, c, key.Endpoints.Loopback, key.Key)
 	if isErr, text := callText(t, mc, ctx, "proxmox_api_call", map[string]any{"method": "GET", "path": "/version"}); isErr {
 		t.Errorf("the restarted daemon refused the initial root key: %s", text)
