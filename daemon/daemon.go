@@ -26,6 +26,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
 	"github.com/proxmox-mcp/proxmox-mcp/changes"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/host"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/metrics"
@@ -210,12 +211,34 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		PlanTTL:    cfg.PlanLifetime(),
 		Limits:     tools.Limits{MaxResultBytes: cfg.Tools.MaxResultBytes},
 		ConfirmKey: confirmKey, Logger: d.log,
+		Host:       hostOf(cfg),
 	})
 	if err != nil {
 		d.jrnl.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// hostOf is how the tools reach the root helper: through its socket when
+// it is installed (the socket exists when the daemon starts), with the
+// roots and protected paths of the same configuration the helper reads.
+// Without the socket no host tool is served.
+func hostOf(cfg *config.Config) tools.HostOptions {
+	socket := cfg.Host.HelperSocket()
+	if _, err := os.Stat(socket); err != nil {
+		return tools.HostOptions{}
+	}
+	var roots []host.Root
+	for _, r := range cfg.Host.HostRoots() {
+		roots = append(roots, host.Root{Path: r.Path, Write: r.Write, CrossMounts: r.CrossMounts})
+	}
+	return tools.HostOptions{
+		Helper: func(ctx context.Context, req host.Request) (host.Response, error) {
+			return host.Call(ctx, socket, req)
+		},
+		Roots: roots, Protected: cfg.Protected.Paths,
+	}
 }
 
 // Keys is the key store, for the demo and the installer.
@@ -483,6 +506,7 @@ func (d *Daemon) authenticate(ctx context.Context, key, listenerName, source str
 		return nil, err
 	}
 	c.Principal.Tailnet = tailnet
+	c.Key = keys.Secret(key)
 	return tools.WithCaller(ctx, c), nil
 }
 
@@ -532,6 +556,7 @@ func (d *Daemon) StdioCaller(ctx context.Context, key string) (tools.Caller, err
 	if err != nil {
 		return tools.Caller{}, err
 	}
+	c.Key = keys.Secret(key)
 	// The session lasts; before every call the key is verified again (a
 	// cached check) and its caller made anew, so a revocation or expiry
 	// stops it at once and a custom policy's new tier applies.
@@ -543,6 +568,7 @@ func (d *Daemon) StdioCaller(ctx context.Context, key string) (tools.Caller, err
 		}
 		fresh, err := d.caller(ctx, p, "stdio", "")
 		fresh.Recheck = recheck
+		fresh.Key = keys.Secret(key)
 		return fresh, err
 	}
 	c.Recheck = recheck

@@ -172,23 +172,38 @@ func (s *Server) Handle(ctx context.Context, peer Peer, body []byte) Response {
 
 // input is the policy's input for op.
 func (s *Server) input(req Request, pr keys.Principal, op hostOp, root string) *policy.Input {
+	p := policy.Principal{KeyID: pr.KeyID, Name: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source}
+	return PolicyInput(p, req.Op, op.path(), root, s.opts.Protected)
+}
+
+// Ops are the operations the helper knows, with their tools.
+var Ops = map[string]string{
+	"file.stat":  "proxmox_host_file_stat",
+	"file.list":  "proxmox_host_file_list",
+	"file.read":  "proxmox_host_file_read",
+	"file.write": "proxmox_host_file_write",
+}
+
+// PolicyInput is the input a policy's host_decision sees for an operation
+// on a canonical path beneath root: its risk, its tool, its target, and
+// the guard's finding on the protected paths (a write at, beneath or
+// above one). The helper decides on it, and the daemon builds the same to
+// refuse early.
+func PolicyInput(p policy.Principal, op, path, root string, protected []string) *policy.Input {
 	risk := schema.RiskRead
-	if op.writes() {
-		risk = schema.RiskWrite
-	}
 	g := policy.Guard{Evaluated: true}
-	if op.writes() {
-		for _, p := range s.opts.Protected {
-			if beneath(op.path(), p) || beneath(p, op.path()) {
-				g.Hits = append(g.Hits, policy.GuardHit{Kind: "path", Value: p, Param: op.field()})
+	if op == "file.write" {
+		risk = schema.RiskWrite
+		for _, pp := range protected {
+			if beneath(path, pp) || beneath(pp, path) {
+				g.Hits = append(g.Hits, policy.GuardHit{Kind: "path", Value: pp, Param: "path"})
 			}
 		}
 	}
 	return &policy.Input{
-		Principal: policy.Principal{KeyID: pr.KeyID, Name: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source},
-		Tool:      op.tool(), Risk: risk, Guard: g, Time: time.Now(),
-		Targets: policy.Targets{Paths: []string{op.path()}},
-		Host:    &policy.HostOp{Op: req.Op, Path: op.path(), Root: root},
+		Principal: p, Tool: Ops[op], Risk: risk, Guard: g, Time: time.Now(),
+		Targets: policy.Targets{Paths: []string{path}},
+		Host:    &policy.HostOp{Op: op, Path: path, Root: root},
 	}
 }
 
@@ -360,7 +375,7 @@ type statOp struct {
 	Path string `json:"path"`
 }
 
-func (o *statOp) tool() string            { return "proxmox_host_file_stat" }
+func (o *statOp) tool() string            { return Ops["file.stat"] }
 func (o *statOp) field() string           { return "path" }
 func (o *statOp) path() string            { return o.Path }
 func (o *statOp) writes() bool            { return false }
@@ -369,7 +384,7 @@ func (o *statOp) do(t *Tree) (any, error) { return t.Stat(o.Path) }
 
 type listOp struct{ ListRequest }
 
-func (o *listOp) tool() string            { return "proxmox_host_file_list" }
+func (o *listOp) tool() string            { return Ops["file.list"] }
 func (o *listOp) field() string           { return "path" }
 func (o *listOp) path() string            { return o.Path }
 func (o *listOp) writes() bool            { return false }
@@ -378,7 +393,7 @@ func (o *listOp) do(t *Tree) (any, error) { return t.List(o.ListRequest) }
 
 type readOp struct{ ReadRequest }
 
-func (o *readOp) tool() string            { return "proxmox_host_file_read" }
+func (o *readOp) tool() string            { return Ops["file.read"] }
 func (o *readOp) field() string           { return "path" }
 func (o *readOp) path() string            { return o.Path }
 func (o *readOp) writes() bool            { return false }
@@ -386,30 +401,47 @@ func (o *readOp) journalArgs() any        { return o.ReadRequest }
 func (o *readOp) do(t *Tree) (any, error) { return t.Read(o.ReadRequest) }
 
 // writeOp is a write's arguments on the wire: the content as text or
-// base64.
+// base64, the mode as chmod takes it ("0644").
 type writeOp struct {
-	WriteRequest
+	Path     string `json:"path"`
 	Content  string `json:"content"`
 	Encoding string `json:"encoding,omitempty"` // utf-8 (default) or base64
+	SHA256   string `json:"sha256"`
+	IfSHA256 string `json:"if_sha256,omitempty"`
+	Create   string `json:"create,omitempty"`
+	Mode     string `json:"mode,omitempty"`
+	UID      *int   `json:"uid,omitempty"`
+	GID      *int   `json:"gid,omitempty"`
+
+	req WriteRequest
 }
 
 func (o *writeOp) decode() error {
+	o.req = WriteRequest{Path: o.Path, SHA256: o.SHA256, IfSHA256: o.IfSHA256, Create: o.Create, UID: o.UID, GID: o.GID}
 	switch o.Encoding {
 	case "", "utf-8":
-		o.Data = []byte(o.Content)
+		o.req.Data = []byte(o.Content)
 	case "base64":
 		b, err := base64.StdEncoding.DecodeString(o.Content)
 		if err != nil {
 			return &WireError{Code: "bad_request", Field: "content", Message: "content: not valid base64: " + err.Error()}
 		}
-		o.Data = b
+		o.req.Data = b
 	default:
 		return &WireError{Code: "bad_request", Field: "encoding", Message: fmt.Sprintf("encoding %q: must be utf-8 or base64", o.Encoding)}
+	}
+	if o.Mode != "" {
+		m, err := strconv.ParseUint(o.Mode, 8, 32)
+		if err != nil || len(o.Mode) > 5 {
+			return &WireError{Code: "bad_request", Field: "mode", Message: fmt.Sprintf("mode %q: must be octal permission bits as chmod takes them, such as \"0644\"", o.Mode)}
+		}
+		mode := uint32(m)
+		o.req.Mode = &mode
 	}
 	return nil
 }
 
-func (o *writeOp) tool() string  { return "proxmox_host_file_write" }
+func (o *writeOp) tool() string  { return Ops["file.write"] }
 func (o *writeOp) field() string { return "path" }
 func (o *writeOp) path() string  { return o.Path }
 func (o *writeOp) writes() bool  { return true }
@@ -417,6 +449,6 @@ func (o *writeOp) writes() bool  { return true }
 // journalArgs records the write without its content (its hash and size
 // are the evidence).
 func (o *writeOp) journalArgs() any {
-	return map[string]any{"path": o.Path, "sha256": o.SHA256, "size": strconv.Itoa(len(o.Data)), "if_sha256": o.IfSHA256, "create": o.Create}
+	return map[string]any{"path": o.Path, "sha256": o.SHA256, "size": len(o.req.Data), "if_sha256": o.IfSHA256, "create": o.Create, "mode": o.Mode}
 }
-func (o *writeOp) do(t *Tree) (any, error) { return t.Write(o.WriteRequest) }
+func (o *writeOp) do(t *Tree) (any, error) { return t.Write(o.req) }

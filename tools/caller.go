@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
@@ -20,6 +21,9 @@ type Caller struct {
 	// is now: a session that outlives one request (stdio) must stop acting
 	// the moment its key is revoked or expires, and follow a changed tier.
 	Recheck func(context.Context) (Caller, error)
+	// Key is the caller's API key, which the root helper verifies itself
+	// for host operations; empty for local-root. It redacts itself.
+	Key keys.Secret
 }
 
 type callerKey struct{}

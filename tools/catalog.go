@@ -72,6 +72,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 		{Tool: approveTool(), Handler: s.handleApprove},
 	}
 	list = append(list, s.contractTools()...)
+	list = append(list, s.hostTools()...)
 	if s.opts.Mode == ModeExpanded {
 		for _, ep := range reg.Endpoints() {
 			list = append(list, server.ServerTool{Tool: endpointTool(ep), Handler: s.handleEndpoint})

@@ -194,6 +194,8 @@ type harnessOpts struct {
 	// directory), which is also the ledger of the change contract; the
 	// recorder is then unused.
 	journal bool
+	// host reaches a root helper for the host tools.
+	host HostOptions
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -258,7 +260,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		Name: "proxmox-mcp", Version: "test", Mode: o.mode,
 		Registry: staticRegistry{reg}, Policy: engine, Audit: auditor, Ledger: ledger, Reconciler: reconciler, Guard: openGuard{},
 		PVE:      tiers,
-		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra, Protected: o.protected,
+		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra, Protected: o.protected, Host: o.host,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,7 @@ type Registry interface {
 // (policy.Engine).
 type Policy interface {
 	Decide(ctx context.Context, b policy.Binding, in *policy.Input) policy.Decision
+	DecideHost(ctx context.Context, b policy.Binding, in *policy.Input) policy.Decision
 	VisibleTools(ctx context.Context, b policy.Binding, p policy.Principal, reg *schema.Registry) ([]string, error)
 }
 
@@ -118,6 +119,9 @@ type Options struct {
 	ConfirmKey []byte
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Host reaches the root helper for the host tools; without a helper
+	// they are not served.
+	Host HostOptions
 	// Extra are tools served beside the catalog, in every mode, to every
 	// caller the transport authenticated, whatever its policy: the fixtures
 	// a test rig adds (the MCP conformance suite's). The daemon sets none.
@@ -331,6 +335,12 @@ func (s *Server) filterTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 	for _, t := range list {
 		if s.alwaysVisible(t.Name) {
 			out = append(out, t)
+			continue
+		}
+		if _, ok := hostOps[t.Name]; ok {
+			if s.hostVisible(ctx, c, t.Name) {
+				out = append(out, t)
+			}
 			continue
 		}
 		if !computed {

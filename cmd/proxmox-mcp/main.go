@@ -55,6 +55,7 @@ func commands() map[string]command {
 		unitsCommands(),
 		installCommands(),
 		clusterCommands(),
+		helperCommands(),
 		toolsCommands(),
 		statusCommands(),
 		completionCommands(),

@@ -2,7 +2,7 @@
 _proxmox_mcp() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=${COMP_WORDS[1]}
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W 'help audit call cluster completion config demo doctor install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'help audit call cluster completion config demo doctor helper install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
 		return
 	fi
 	case $cmd in
@@ -70,7 +70,7 @@ _proxmox_mcp() {
 		cmd="$cmd ${COMP_WORDS[2]}"
 		;;
 	help)
-		COMPREPLY=($(compgen -W 'audit call cluster completion config demo doctor install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'audit call cluster completion config demo doctor helper install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
 		return
 		;;
 	esac
@@ -222,6 +222,15 @@ _proxmox_mcp() {
 			--root) COMPREPLY=(); return ;;
 		esac
 		flags='--json --output-format --root --verbose -h'
+		;;
+	"helper")
+		case $prev in
+			--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+			--idle) COMPREPLY=(); return ;;
+			--socket) COMPREPLY=(); return ;;
+			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+		esac
+		flags='--config --idle --socket --state-dir -h'
 		;;
 	"install")
 		case $prev in

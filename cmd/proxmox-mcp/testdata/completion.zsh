@@ -13,6 +13,7 @@ _proxmox_mcp() {
 			'config:config commands'
 			'demo:run the daemon against the built-in PVE simulator, with a key, until interrupted'
 			'doctor:check the installation - each problem with its fix'
+			'helper:the root helper - host file operations for verified keys, under their policies (as root; socket-activated by proxmox-mcp-helper.socket)'
 			'install:install proxmox-mcp on this PVE 9 host, or upgrade or resume it (as root)'
 			'key:key commands'
 			'pki:pki commands'
@@ -318,6 +319,14 @@ _proxmox_mcp() {
 			'--output-format[FORMAT of the output - json (as --json), json-pretty (indented) or text (the default)]:format:(json json-pretty text)' \
 			'--root[the file system root (tests)]:root:' \
 			'--verbose[log every command run and file written (never a secret)]' \
+			'*:argument:_files'
+		;;
+	'helper')
+		_arguments \
+			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
+			'--idle[exit after this long without a request (0 - never)]:duration:' \
+			'--socket[listen on this Unix socket instead of the one systemd passes (made 0660, group of the state directory)]:path:' \
+			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
 			'*:argument:_files'
 		;;
 	'install')

@@ -1,0 +1,280 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/proxmox-mcp/proxmox-mcp/host"
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+	"github.com/proxmox-mcp/proxmox-mcp/schema"
+)
+
+// The host file tools: each is one operation of the root helper.
+const (
+	ToolHostStat  = "proxmox_host_file_stat"
+	ToolHostList  = "proxmox_host_file_list"
+	ToolHostRead  = "proxmox_host_file_read"
+	ToolHostWrite = "proxmox_host_file_write"
+)
+
+// hostOps maps the host tools to the helper's operations.
+var hostOps = map[string]string{ToolHostStat: "file.stat", ToolHostList: "file.list", ToolHostRead: "file.read", ToolHostWrite: "file.write"}
+
+// HostHelper sends one request to the root helper (host.Call bound to the
+// configured socket).
+type HostHelper func(ctx context.Context, req host.Request) (host.Response, error)
+
+// HostOptions are the daemon's side of host operations: how to reach the
+// helper, and the roots and protected paths the helper is configured
+// with (the same configuration file), for visibility and early refusals.
+// The helper decides again on its own copy of everything.
+type HostOptions struct {
+	Helper    HostHelper
+	Roots     []host.Root
+	Protected []string
+}
+
+func (s *Server) hostTools() []server.ServerTool {
+	if s.opts.Host.Helper == nil {
+		return nil
+	}
+	path := map[string]any{"type": "string", "description": "An absolute, canonical path (no . or .., no trailing /) beneath an allowed root; symbolic links are never followed."}
+	tool := func(name, title, desc string, props map[string]any, required []string, h hints) server.ServerTool {
+		props["path"] = path
+		return server.ServerTool{
+			Tool: mcp.NewTool(name, mcp.WithDescription(desc),
+				rawSchema(map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}),
+				annotate(title, h)),
+			Handler: s.handleHost,
+		}
+	}
+	read := hints{readOnly: true, idempotent: true}
+	return []server.ServerTool{
+		tool(ToolHostStat, "Stat a host file", "A host file's type, size, mode, owner and mtime (a symbolic link is described, not followed). Through the root helper, under your key's policy.",
+			map[string]any{}, []string{"path"}, read),
+		tool(ToolHostList, "List a host directory", "One page of a host directory's entries, sorted by name, each with type, size, mode, owner and mtime; pass next as after for the next page.",
+			map[string]any{
+				"after": map[string]any{"type": "string", "description": "The last name of the previous page."},
+				"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxListLimit, "description": "Entries per page (default 200)."},
+			}, []string{"path"}, read),
+		tool(ToolHostRead, "Read a host file", "One page of a host file (text as utf-8, else base64) with the file's size and SHA-256; pages never cut a character. Logs are under /var/log.",
+			map[string]any{
+				"offset": map[string]any{"type": "integer", "minimum": 0, "description": "Byte offset (default 0)."},
+				"length": map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxReadLength, "description": "Bytes to read (default 65536)."},
+			}, []string{"path"}, read),
+		tool(ToolHostWrite, "Write a host file", "Replace or create a whole host file atomically (temporary file, fsync, rename); never through a link. Give the content's sha256; if_sha256 makes it conditional on the current content. Answers the new and the previous hash.",
+			map[string]any{
+				"content":   map[string]any{"type": "string", "description": "The whole new content."},
+				"encoding":  map[string]any{"type": "string", "enum": []string{"utf-8", "base64"}, "description": "How content is written (default utf-8)."},
+				"sha256":    map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "The SHA-256 of the decoded content, lower-case hex."},
+				"if_sha256": map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "Write only if the file's current content has this SHA-256."},
+				"create":    map[string]any{"type": "string", "enum": []string{"new", "existing"}, "description": "new: only if the file does not exist; existing: only if it does."},
+				"mode":      map[string]any{"type": "string", "pattern": "^0?[0-7]{3}$", "description": "Permission bits as chmod takes them (default: the replaced file's, or 0644)."},
+				"uid":       map[string]any{"type": "integer", "minimum": 0, "description": "Owner (default: the replaced file's, or root)."},
+				"gid":       map[string]any{"type": "integer", "minimum": 0, "description": "Group (default: the replaced file's, or root)."},
+			}, []string{"path", "content", "sha256"}, hints{destructive: true, idempotent: true}),
+	}
+}
+
+// hostVisible says whether the caller's policy could allow the tool's
+// operation beneath some root (a write beneath a root that allows writes):
+// the policy's host_decision is asked about each root itself.
+func (s *Server) hostVisible(ctx context.Context, c Caller, name string) bool {
+	op := hostOps[name]
+	for _, r := range s.opts.Host.Roots {
+		if op == "file.write" && !r.Write {
+			continue
+		}
+		in := host.PolicyInput(c.Principal, op, r.Path, r.Path, nil)
+		if d := s.opts.Policy.DecideHost(ctx, c.Binding, in); d.Effect != policy.Deny {
+			return true
+		}
+	}
+	return false
+}
+
+// handleHost is every host tool: the daemon checks the path lexically and
+// decides with the caller's policy (an early refusal costs the helper
+// nothing), journals, and hands the call with the caller's key to the
+// helper, which verifies and decides again on its own. A write is never
+// retried: an answer lost on the way may hide a write that was done.
+func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name := req.Params.Name
+	op := hostOps[name]
+	a, err := argsOf(req)
+	if err != nil {
+		return nil, err
+	}
+	p, err := optString(a, "path")
+	if err != nil {
+		return nil, err
+	}
+	if p == "" {
+		return nil, argError("path", "is required")
+	}
+	if _, err := host.CleanPath("path", p); err != nil {
+		return nil, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
+	}
+	if c.Key == "" {
+		return nil, &toolError{outcome: journal.OutcomeDenied, text: "Refused: host operations need an API key, which the root helper verifies itself; this session has none (local-root). Nothing was done."}
+	}
+	root := s.hostRoot(p)
+	if root == "" {
+		return nil, &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument path %q: is not beneath an allowed root (%s)", p, strings.Join(s.hostRootPaths(), ", "))}
+	}
+	in := host.PolicyInput(c.Principal, op, p, root, s.opts.Host.Protected)
+	d := s.opts.Policy.DecideHost(ctx, c.Binding, in)
+	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: name, ConcretePath: p, Args: hostJournalArgs(a), Risk: in.Risk, Decision: d}
+	if d.Effect != policy.Allow {
+		return s.hostRefused(ctx, call, d)
+	}
+	args, err := json.Marshal(a)
+	if err != nil {
+		return nil, argError("arguments", err.Error())
+	}
+	hreq := host.Request{V: host.WireVersion, ID: "d" + fmt.Sprint(s.opts.Now().UnixNano()), Key: c.Key.Reveal(), Source: c.Principal.Source, Op: op, Args: args}
+	if in.Risk == schema.RiskRead {
+		start := s.opts.Now()
+		resp, err := s.opts.Host.Helper(ctx, hreq)
+		res, out := hostResult(name, resp, err)
+		out.Duration = s.opts.Now().Sub(start)
+		if rerr := s.audit.Record(journalContext(ctx), call, out); rerr != nil {
+			return errorResult("the journal refused the record of this call, so its answer is withheld: " + rerr.Error()), nil
+		}
+		return res, nil
+	}
+	id, err := s.audit.Intent(journalContext(ctx), call)
+	if err != nil {
+		return errorResult("the journal did not take this write's intent, so nothing was sent to the helper: " + err.Error()), nil
+	}
+	start := s.opts.Now()
+	resp, err := s.opts.Host.Helper(ctx, hreq)
+	res, out := hostResult(name, resp, err)
+	out.Duration = s.opts.Now().Sub(start)
+	if err != nil {
+		out.Outcome = journal.OutcomeUncertain
+	}
+	if rerr := s.audit.Receipt(journalContext(ctx), id, out); rerr != nil {
+		s.opts.Logger.Error("tools: journal a host write's receipt", "call_id", id, "err", rerr)
+	}
+	return res, nil
+}
+
+// hostRefused journals and answers a call the caller's policy refused.
+func (s *Server) hostRefused(ctx context.Context, call AuditCall, d policy.Decision) (*mcp.CallToolResult, error) {
+	text := fmt.Sprintf("Denied by %s: %s. Nothing was done.", d.Policy, strings.Join(d.Reasons, "; "))
+	if d.Effect != policy.Deny {
+		text = fmt.Sprintf("%s by %s: %s; host operations take no confirmation or break-glass yet, so nothing was done.", d.Effect, d.Policy, strings.Join(d.Reasons, "; "))
+	}
+	if err := s.audit.Record(journalContext(ctx), call, AuditOutcome{Outcome: journal.OutcomeDenied, Error: text}); err != nil {
+		return errorResult("the journal refused the record of this call: " + err.Error()), nil
+	}
+	return errorResult(text), nil
+}
+
+// hostResult is the helper's answer as a tool result and a journal
+// outcome.
+func hostResult(name string, resp host.Response, err error) (*mcp.CallToolResult, AuditOutcome) {
+	if err != nil {
+		msg := "The root helper could not be reached or its answer was lost (" + err.Error() + ")."
+		if name == ToolHostWrite {
+			msg += " The write may have been done: read the file (its sha256) before writing again."
+		}
+		return errorResult(msg), AuditOutcome{Outcome: journal.OutcomeError, Error: msg}
+	}
+	if !resp.OK || resp.Error != nil {
+		we := resp.Error
+		if we == nil {
+			we = &host.WireError{Code: "failed", Message: "the helper answered neither a result nor an error"}
+		}
+		outcome := journal.OutcomeError
+		switch we.Code {
+		case "denied", "refused", "unauthenticated":
+			outcome = journal.OutcomeDenied
+		case "bad_request":
+			outcome = journal.OutcomeInvalid
+		}
+		msg := fmt.Sprintf("The root helper refused (%s): %s. Nothing was done.", we.Code, we.Message)
+		if we.Code == "failed" {
+			msg = fmt.Sprintf("The root helper failed: %s.", we.Message)
+		}
+		return errorResult(msg), AuditOutcome{Outcome: outcome, Error: msg}
+	}
+	var content map[string]any
+	if err := json.Unmarshal(resp.Result, &content); err != nil {
+		return errorResult("the helper's answer is not an object: " + err.Error()), AuditOutcome{Outcome: journal.OutcomeError, Error: err.Error()}
+	}
+	return structured(hostSummary(name, content), content), AuditOutcome{Outcome: journal.OutcomeOK}
+}
+
+func hostSummary(name string, c map[string]any) string {
+	switch name {
+	case ToolHostRead:
+		return fmt.Sprintf("%v: bytes %v to %v of %v (%v), eof %v, sha256 %v.", c["path"], c["offset"], num(c["offset"])+num(c["length"]), c["size"], c["encoding"], c["eof"], c["sha256"])
+	case ToolHostList:
+		return fmt.Sprintf("%v: %d of %v entries.", c["path"], len(anySlice(c["entries"])), c["total"])
+	case ToolHostWrite:
+		if c["created"] == true {
+			return fmt.Sprintf("Created %v (%v bytes, sha256 %v).", c["path"], c["size"], c["sha256"])
+		}
+		return fmt.Sprintf("Replaced %v (%v bytes, sha256 %v; it was %v).", c["path"], c["size"], c["sha256"], c["previous_sha256"])
+	}
+	return fmt.Sprintf("%v: %v, %v bytes, mode %v.", c["path"], c["type"], c["size"], c["mode"])
+}
+
+func num(v any) int64 {
+	f, _ := v.(float64)
+	return int64(f)
+}
+
+func anySlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
+
+// hostJournalArgs are the arguments as the journal keeps them: a write's
+// content is not kept (its hash and size are).
+func hostJournalArgs(a map[string]any) map[string]any {
+	out := make(map[string]any, len(a))
+	for k, v := range a {
+		if k == "content" {
+			if s, ok := v.(string); ok {
+				out["content_bytes"] = len(s)
+			}
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// hostRoot is the innermost configured root p lies beneath ("" for none).
+func (s *Server) hostRoot(p string) string {
+	best := ""
+	for _, r := range s.opts.Host.Roots {
+		if (p == r.Path || r.Path == "/" || strings.HasPrefix(p, r.Path+"/")) && len(r.Path) > len(best) {
+			best = r.Path
+		}
+	}
+	return best
+}
+
+func (s *Server) hostRootPaths() []string {
+	var out []string
+	for _, r := range s.opts.Host.Roots {
+		out = append(out, r.Path)
+	}
+	slices.Sort(out)
+	return out
+}

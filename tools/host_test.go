@@ -1,0 +1,218 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
+	"github.com/proxmox-mcp/proxmox-mcp/host"
+	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+)
+
+// hostBed is a root helper serving a socket, with keys made through
+// root's copy, and a tool server that reaches it.
+type hostBed struct {
+	h        *harness
+	root     string
+	keys     map[string]string // profile -> key
+	hjournal *journal.Journal
+}
+
+func newHostBed(t *testing.T) *hostBed {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the helper and root's copy of the keys are root's")
+	}
+	ctx := context.Background()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, root := filepath.Join(dir, "state"), filepath.Join(dir, "srv")
+	for _, d := range []string{state, root} {
+		if err := os.Mkdir(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "app.conf"), []byte("port = 8080\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	auth := authority.New(state, log, nil)
+	ks, err := keys.Open(state, keys.Options{Params: keys.Params{N: 1 << 10, R: 8, P: 1}, Shared: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &hostBed{root: root, keys: map[string]string{}}
+	for _, p := range []string{"read-only", "admin"} {
+		c, err := ks.Create(ctx, keys.CreateRequest{Name: p, Binding: keys.Binding{Profile: p}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.keys[p] = c.Key.Reveal()
+	}
+	roots := []host.Root{{Path: "/var/log"}, {Path: root, Write: true}}
+	tree, err := host.OpenTree(roots, host.DefaultRefused(host.SecretPaths{StateDir: state}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tree.Close() })
+	rootKeys, err := keys.Open(auth.Dir(), keys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := keys.NewVerifier(rootKeys, keys.VerifierOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := policy.NewStore(auth.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := policy.NewEngine(ctx, ps, policy.EngineOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.hjournal, err = journal.Open(ctx, filepath.Join(dir, "helper.db"), journal.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.hjournal.Close() })
+	srv, err := host.NewServer(host.ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: b.hjournal, PeerUIDs: []int{0}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "helper.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { srv.Serve(sctx, l, 0); close(done) }() //nolint:errcheck // ended by the test
+	t.Cleanup(func() { stop(); l.Close(); <-done })
+	b.h = newHarness(t, harnessOpts{host: HostOptions{
+		Helper: func(ctx context.Context, req host.Request) (host.Response, error) { return host.Call(ctx, sock, req) },
+		Roots:  roots,
+	}})
+	return b
+}
+
+// as is a session of the key made for profile; key replaces the key the
+// caller presents (a daemon lying about whom it calls for).
+func (b *hostBed) as(t *testing.T, profile, key string) (*client.Client, context.Context) {
+	t.Helper()
+	if key == "" {
+		key = b.keys[profile]
+	}
+	caller := Caller{
+		Principal: policy.Principal{KeyID: "k" + profile, Name: profile, Profile: profile, Transport: "loopback", Source: "127.0.0.1"},
+		Binding:   policy.Binding{Profile: profile}, Tier: Tier(profile), Key: keys.Secret(key),
+	}
+	ctx := WithCaller(context.Background(), caller)
+	c, err := client.NewInProcessClient(b.h.srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "host-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, ctx
+}
+
+func hostTools(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "proxmox_host_") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestHostToolsThroughTheHelper(t *testing.T) {
+	b := newHostBed(t)
+	ro, roCtx := b.as(t, "read-only", "")
+	admin, adminCtx := b.as(t, "admin", "")
+
+	// Visibility asks each profile's host_decision about each root.
+	if got := strings.Join(hostTools(toolNames(t, ro, roCtx)), " "); got != "proxmox_host_file_list proxmox_host_file_read proxmox_host_file_stat" {
+		t.Errorf("read-only sees %q; want the three reads (under /var/log), no write", got)
+	}
+	if got := hostTools(toolNames(t, admin, adminCtx)); !slices.Contains(got, ToolHostWrite) || len(got) != 4 {
+		t.Errorf("admin sees %v; want the four host tools", got)
+	}
+
+	res, c := call(t, admin, adminCtx, ToolHostRead, map[string]any{"path": b.root + "/app.conf"})
+	if res.IsError || c["data"] != "port = 8080\n" || c["encoding"] != "utf-8" {
+		t.Fatalf("admin's read: %v %v", text(res), c)
+	}
+	content := "port = 9090\n"
+	sum := sha256.Sum256([]byte(content))
+	res, c = call(t, admin, adminCtx, ToolHostWrite, map[string]any{"path": b.root + "/app.conf", "content": content,
+		"sha256": hex.EncodeToString(sum[:]), "if_sha256": c["sha256"], "mode": "0640"})
+	if res.IsError || c["created"] != false || c["mode"] != "0640" {
+		t.Fatalf("admin's write: %v %v", text(res), c)
+	}
+	if got, _ := os.ReadFile(b.root + "/app.conf"); string(got) != content {
+		t.Errorf("the file holds %q", got)
+	}
+	if !strings.Contains(text(res), "Replaced "+b.root+"/app.conf") {
+		t.Errorf("summary %q", text(res))
+	}
+
+	// The daemon refuses early what the caller's policy refuses: the
+	// helper never hears of it.
+	before, _ := b.hjournal.Tail(context.Background(), 100)
+	res, _ = call(t, ro, roCtx, ToolHostRead, map[string]any{"path": b.root + "/app.conf"})
+	if !res.IsError || !strings.Contains(text(res), "only read files under /var/log") {
+		t.Errorf("read-only's read outside /var/log: %s", text(res))
+	}
+	after, _ := b.hjournal.Tail(context.Background(), 100)
+	if len(after) != len(before) {
+		t.Errorf("the helper journaled %d rows for a call the daemon refused", len(after)-len(before))
+	}
+
+	// A daemon that says a read-only key is admin is caught by the
+	// helper, which verifies the key and decides on root's copy.
+	liar, liarCtx := b.as(t, "admin", b.keys["read-only"])
+	res, _ = call(t, liar, liarCtx, ToolHostWrite, map[string]any{"path": b.root + "/app.conf", "content": "x", "sha256": hex.EncodeToString(func() []byte { s := sha256.Sum256([]byte("x")); return s[:] }())})
+	if !res.IsError || !strings.Contains(text(res), "root helper refused (denied)") {
+		t.Errorf("a write for a read-only key presented as admin: %s", text(res))
+	}
+	forged, forgedCtx := b.as(t, "admin", "pmcp_aaaaaaaaaaaaaaaa_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	res, _ = call(t, forged, forgedCtx, ToolHostRead, map[string]any{"path": b.root + "/app.conf"})
+	if !res.IsError || !strings.Contains(text(res), "unauthenticated") {
+		t.Errorf("a read with a key root's copy does not hold: %s", text(res))
+	}
+	if got, _ := os.ReadFile(b.root + "/app.conf"); string(got) != content {
+		t.Errorf("a refused write changed the file: %q", got)
+	}
+	// The daemon's journal holds every call: the read, the write's
+	// receipt, the three refusals.
+	got := b.h.audit.outcomes()
+	slices.Sort(got)
+	if want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeOK, journal.OutcomeOK}; !slices.Equal(got, want) {
+		t.Errorf("the daemon journaled %v; want %v", got, want)
+	}
+}
