@@ -211,7 +211,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		PlanTTL:    cfg.PlanLifetime(),
 		Limits:     tools.Limits{MaxResultBytes: cfg.Tools.MaxResultBytes},
 		ConfirmKey: confirmKey, Logger: d.log,
-		Host:       hostOf(cfg),
+		Host: hostOf(cfg),
 	})
 	if err != nil {
 		d.jrnl.Close()
