@@ -35,7 +35,7 @@ type helperBed struct {
 
 var fastParams = keys.Params{N: 1 << 10, R: 8, P: 1}
 
-func newHelperBed(t *testing.T) *helperBed {
+func newHelperBed(t testing.TB) *helperBed {
 	t.Helper()
 	needRoot(t)
 	ctx := context.Background()

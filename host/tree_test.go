@@ -22,7 +22,7 @@ type bed struct {
 	tree                                 *Tree
 }
 
-func newBed(t *testing.T) *bed {
+func newBed(t testing.TB) *bed {
 	t.Helper()
 	// The real path: the tree refuses a root reached through a link.
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -51,14 +51,14 @@ func newBed(t *testing.T) *bed {
 	return b
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (mounts, owners)")

@@ -70,7 +70,7 @@ var (
 
 // WriteFrame writes one message.
 func WriteFrame(w io.Writer, v any) error {
-	body, err := json.Marshal(v)
+	body, err := encode(v)
 	if err != nil {
 		return fmt.Errorf("host: encode a frame: %w", err)
 	}
@@ -79,10 +79,35 @@ func WriteFrame(w io.Writer, v any) error {
 	}
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(body)))
-	if _, err := w.Write(append(hdr[:], body...)); err != nil {
+	if _, err := w.Write(hdr[:]); err != nil {
+		return fmt.Errorf("host: write a frame: %w", err)
+	}
+	if _, err := w.Write(body); err != nil {
 		return fmt.Errorf("host: write a frame: %w", err)
 	}
 	return nil
+}
+
+// encode is v's JSON. A response's result, already JSON the helper
+// encoded, is spliced in rather than compacted again (a page of a file
+// is a megabyte of it).
+func encode(v any) ([]byte, error) {
+	resp, ok := v.(Response)
+	if !ok || len(resp.Result) == 0 {
+		return json.Marshal(v)
+	}
+	result := resp.Result
+	resp.Result = nil
+	head, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	// head is {...} without a result: put ,"result":<result> before its }.
+	out := make([]byte, 0, len(head)+len(result)+16)
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, `,"result":`...)
+	out = append(out, result...)
+	return append(out, '}'), nil
 }
 
 // ReadFrame reads one frame's body, refusing one over max bytes before

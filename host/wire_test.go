@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -110,4 +111,27 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("accepted a request whose envelope does not hold: %+v", req)
 		}
 	})
+}
+
+// A response with a result encodes as json.Marshal would, the result
+// spliced in as it is.
+func TestEncodeResponse(t *testing.T) {
+	for _, r := range []Response{
+		{ID: "a", OK: true, Result: []byte(`{"path":"/var/log/x","data":"é\n"}`)},
+		{ID: "b", Error: &WireError{Code: "denied", Message: "no"}},
+		{ID: "c", OK: true},
+	} {
+		got, err := encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(r)
+		if string(got) != string(want) {
+			t.Errorf("encode = %s\nwant %s", got, want)
+		}
+		var back Response
+		if err := DecodeStrict(got, &back); err != nil || back.ID != r.ID || string(back.Result) != string(r.Result) {
+			t.Errorf("decoded back: %+v, %v", back, err)
+		}
+	}
 }
