@@ -290,8 +290,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.tailnet != nil {
 		d.tailnet.stopWatching()
 	}
-	drain, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	drain, cancel := context.WithTimeout(context.Background(), drainTime)
 	defer cancel()
+	// Calls waiting for a task answer with it still running before the
+	// drain ends, so that their receipts are journaled and their callers
+	// hear the UPID; the rest of a call is quick.
+	endWaits := time.AfterFunc(drainTime-waitsEndBefore, d.tools.EndWaits)
+	defer endWaits.Stop()
 	for _, l := range listeners {
 		if err := l.srv.Shutdown(drain); err != nil {
 			d.log.Warn("daemon: listener did not drain", "listener", l.name, "error", err)
@@ -309,6 +314,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	return runErr
 }
+
+// drainTime bounds the drain of calls in flight at stop (TimeoutStopSec is
+// 45 s); waits for tasks end waitsEndBefore its end.
+const (
+	drainTime      = 30 * time.Second
+	waitsEndBefore = 5 * time.Second
+)
 
 // errStopping refuses a listener added while Run drains the others.
 var errStopping = errors.New("the daemon is stopping")

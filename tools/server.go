@@ -148,7 +148,18 @@ type Server struct {
 
 	visMu    sync.Mutex
 	visCache map[visCacheKey]visibility
+
+	// waitsEnded is closed by EndWaits: the daemon is stopping.
+	waitsEnded   chan struct{}
+	endWaitsOnce sync.Once
 }
+
+// EndWaits ends every wait for a task, those under way and those to come:
+// the daemon is stopping and its drain is nearly over. A call that waits
+// answers at once with its task still running (its UPID, to follow after
+// the restart), and its receipt is journaled, instead of being cut when
+// the process exits with the receipt unwritten and the caller unanswered.
+func (s *Server) EndWaits() { s.endWaitsOnce.Do(func() { close(s.waitsEnded) }) }
 
 // SetSwitches changes the daemon-wide switches (a reload); the tool lists
 // of clients with sessions are told to refresh.
@@ -204,7 +215,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Limits.MaxWait <= 0 {
 		opts.Limits.MaxWait = 10 * time.Minute
 	}
-	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}, visCache: map[visCacheKey]visibility{}}
+	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}, visCache: map[visCacheKey]visibility{}, waitsEnded: make(chan struct{})}
 	for _, t := range opts.Extra {
 		s.extra[t.Tool.Name] = true
 	}

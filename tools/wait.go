@@ -23,6 +23,15 @@ func (s *Server) follow(ctx context.Context, client *pve.Client, upid string, wa
 	wait = min(wait, s.opts.Limits.MaxWait)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	stopping := make(chan struct{})
+	go func() {
+		select {
+		case <-s.waitsEnded:
+			close(stopping)
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
 	polls := 0
 	var last pve.TaskStatus
 	srv := server.ServerFromContext(ctx)
@@ -60,8 +69,15 @@ func (s *Server) follow(ctx context.Context, client *pve.Client, upid string, wa
 	default:
 		task["status"] = "unknown"
 	}
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return task, fmt.Errorf("still running after %s", wait)
+	if err != nil && ctx.Err() == nil {
+		select {
+		case <-stopping:
+			return task, errors.New("the daemon is stopping, so it waits no longer")
+		default:
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return task, fmt.Errorf("still running after %s", wait)
+		}
 	}
 	return task, err
 }

@@ -401,6 +401,98 @@ func TestBootedStopDrains(t *testing.T) {
 	if out := c.MustIn(t, "proxmox-mcp", "audit", "intents"); strings.Contains(out, vm) {
 		t.Errorf("the drained write is an open intent:\n%s", out)
 	}
+	if t.Failed() {
+		return
+	}
+
+	t.Run("a task longer than the drain", func(t *testing.T) {
+		// A call waiting for a task longer than the drain: the node's PVE
+		// now takes 40 s for the VM start (its state begins again, VM 101
+		// stopped). 5 s before the drain's 30 s are up, the daemon ends
+		// the wait: the call answers with the task still running and its
+		// UPID, its receipt is journaled, and the daemon exits 0 by
+		// itself, inside TimeoutStopSec=45s. After the restart the caller
+		// follows the task to its end with that UPID.
+		c.WriteFile("/etc/systemd/system/"+PVEProxyUnit+".d/slow.conf", []byte("[Service]\nExecStart=\nExecStart="+
+			simInside+" sim --listen "+PVEAddr+" --node-dir "+EtcPVE+" --apidoc "+APIDocPath+" --task-duration 20\n"), 0o644)
+		c.MustIn(t, "systemctl", "daemon-reload")
+		c.MustIn(t, "systemctl", "restart", PVEProxyUnit)
+		if err := c.WaitPVE(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.MustIn(t, "systemctl", "start", unit)
+		sent := func() int { return strings.Count(c.Journal("-u", unit, "-o", "cat", "PMCP_PATH="+vm), "sending") }
+		before := sent()
+		mc, ctx := mcpClient(t, c, key.Endpoints.Loopback, key.Key)
+		done := make(chan callResult, 1)
+		go func() {
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "proxmox_api_call"
+			req.Params.Arguments = map[string]any{"method": "POST", "path": vm, "wait": 90}
+			start := time.Now()
+			res, err := mc.CallTool(ctx, req)
+			done <- callResult{res: res, err: err, took: time.Since(start), at: time.Now()}
+		}()
+		poll(t, 20*time.Second, "the daemon logged the second VM start as sent", func() bool { return sent() > before })
+		pid := c.show(t, unit, "MainPID")["MainPID"]
+		res := c.Run(context.Background(), "systemctl", "stop", unit)
+		if !res.OK() {
+			t.Fatalf("systemctl stop: %s", res)
+		}
+		t.Logf("systemctl stop with a 40 s task in flight took %s", res.Took.Round(time.Millisecond))
+		p := c.show(t, unit, "ActiveState", "Result", "ExecMainStatus", "ExecMainCode", "ExecMainPID")
+		if p["ActiveState"] != "inactive" || p["Result"] != "success" || p["ExecMainStatus"] != "0" || p["ExecMainCode"] != "1" || p["ExecMainPID"] != pid {
+			t.Errorf("after the stop: %v; want inactive, Result=success, process %s exited 0 by itself", p, pid)
+		}
+		if res.Took < 24*time.Second || res.Took >= 30*time.Second {
+			t.Errorf("systemctl stop took %s: want the waits ended 25 s into the drain, before its 30 s", res.Took)
+		}
+		if log := c.Journal("-u", unit, "-o", "cat"); strings.Contains(log, "did not drain") {
+			t.Errorf("a listener did not drain:\n%s", log)
+		}
+		var call callResult
+		select {
+		case call = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the client has no answer 10 s after the daemon exited")
+		}
+		if call.err != nil {
+			t.Fatalf("the call was cut by the stop after %s: %v", call.took.Round(time.Millisecond), call.err)
+		}
+		var content struct {
+			UPID string `json:"upid"`
+			Task struct {
+				Status string `json:"status"`
+			} `json:"task"`
+		}
+		b, _ := json.Marshal(call.res.StructuredContent)
+		json.Unmarshal(b, &content) //nolint:errcheck // checked below
+		var text strings.Builder
+		for _, ct := range call.res.Content {
+			if tc, ok := ct.(mcp.TextContent); ok {
+				text.WriteString(tc.Text)
+			}
+		}
+		t.Logf("the call answered after %s: %s", call.took.Round(time.Millisecond), strings.SplitN(text.String(), "\n", 2)[0])
+		if call.res.IsError || content.Task.Status != "running" || !strings.HasPrefix(content.UPID, "UPID:pve1:") || !strings.Contains(text.String(), "the daemon is stopping") {
+			t.Fatalf("the call in flight at the drain's end: error=%v upid=%q task=%q %s; want the task running, its UPID, and why the wait ended",
+				call.res.IsError, content.UPID, content.Task.Status, text.String())
+		}
+		// Its receipt is journaled: nothing is left for reconciliation.
+		if out := c.MustIn(t, "proxmox-mcp", "audit", "intents"); strings.Contains(out, vm) {
+			t.Errorf("the write answered at the drain's end is an open intent:\n%s", out)
+		}
+
+		c.MustIn(t, "systemctl", "start", unit)
+		if st := c.show(t, unit, "StatusText")["StatusText"]; strings.Contains(st, "reconcil") {
+			t.Errorf("after the restart the daemon reconciles a write: %s", st)
+		}
+		mc, ctx = mcpClient(t, c, key.Endpoints.Loopback, key.Key)
+		isErr, out := callText(t, mc, ctx, "proxmox_task_wait", map[string]any{"upid": content.UPID, "timeout_seconds": 60})
+		if isErr || !strings.Contains(out, "OK") {
+			t.Errorf("following the task by its UPID after the restart: error=%v %s", isErr, out)
+		}
+	})
 }
 
 var (
