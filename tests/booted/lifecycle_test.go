@@ -73,7 +73,8 @@ var (
 	wedgeErr  error
 )
 
-// wedge builds tests/booted/wedge and copies it into the container.
+// installWedge builds tests/booted/wedge (once) and copies it into the
+// container.
 func (c *Container) installWedge(t *testing.T) {
 	t.Helper()
 	build(t) // buildDir
