@@ -388,6 +388,9 @@ func TestBootedStopDrains(t *testing.T) {
 	}
 	t.Logf("the call took %s, answered %s after systemctl stop began; systemctl stop took %s",
 		call.took.Round(time.Millisecond), call.at.Sub(stop.at).Round(time.Millisecond), res.Took.Round(time.Millisecond))
+	if !call.at.After(stop.at) {
+		t.Fatalf("the call was answered before systemctl stop began: it was not in flight")
+	}
 	if stopEnd := stop.at.Add(res.Took); stopEnd.Before(call.at.Add(-time.Second)) {
 		t.Errorf("systemctl stop returned %s before the call in flight was answered", call.at.Sub(stopEnd))
 	}
