@@ -12,6 +12,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/plan"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"golang.org/x/sys/unix"
 )
@@ -93,8 +94,12 @@ func OpenHelper(ctx context.Context, o HelperOptions) (*Server, func() error, er
 		tree.Close()
 		return nil, nil, err
 	}
+	refuse := plan.Switches{ReadOnly: cfg.ReadOnly, AllowMutations: cfg.AllowMutations}.Refusal("POST")
+	if refuse == "" && cfg.Changes.PreviewWrites {
+		refuse = "the preview_writes switch is on, and host writes have no preview yet"
+	}
 	srv, err := NewServer(ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: j,
-		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, Logger: o.Logger})
+		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, RefuseWrites: refuse, Logger: o.Logger})
 	if err != nil {
 		j.Close()
 		tree.Close()

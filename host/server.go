@@ -37,6 +37,10 @@ type ServerOptions struct {
 	// Protected are the protected repository's paths: a write at or
 	// beneath one is a guard hit (break-glass).
 	Protected []string
+	// RefuseWrites, when set, refuses every write with this reason: the
+	// configuration's switches (read_only, allow_mutations off,
+	// preview_writes), which the helper applies itself.
+	RefuseWrites string
 	// ReadTimeout bounds reading a request (5 s).
 	ReadTimeout time.Duration
 	// MaxConns bounds the connections served at once (8).
@@ -77,7 +81,14 @@ func NewServer(opts ServerOptions) (*Server, error) {
 func (s *Server) Serve(ctx context.Context, l *net.UnixListener, idle time.Duration) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// The end of ctx (SIGTERM from systemd) wakes a waiting Accept at
+	// once: without it the helper would wait out its idle time first.
+	stop := context.AfterFunc(ctx, func() { l.SetDeadline(time.Unix(1, 0)) }) //nolint:errcheck // a closed listener ends Accept too
+	defer stop()
 	for {
+		if ctx.Err() != nil {
+			return nil
+		}
 		deadline := time.Time{}
 		if idle > 0 {
 			deadline = time.Now().Add(idle)
@@ -158,6 +169,9 @@ func (s *Server) Handle(ctx context.Context, peer Peer, body []byte) Response {
 	op, err := parseOp(req.Op, req.Args)
 	if err != nil {
 		return s.answer(ctx, peer, req, pr, nil, policy.Decision{}, asWire(err))
+	}
+	if op.writes() && s.opts.RefuseWrites != "" {
+		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, &WireError{Code: "refused", Message: s.opts.RefuseWrites})
 	}
 	root, err := s.opts.Tree.precheck(op.field(), op.path(), op.writes())
 	if err != nil {

@@ -203,3 +203,45 @@ func TestHelperServesASocket(t *testing.T) {
 		t.Fatal("the helper did not exit when idle")
 	}
 }
+
+// The configuration's switches refuse writes in the helper itself, whatever
+// the daemon let through.
+func TestHelperAppliesTheSwitches(t *testing.T) {
+	h := newHelperBed(t)
+	h.srv.opts.RefuseWrites = "the read_only switch is on"
+	resp := h.srv.Handle(context.Background(), daemon, request(t, h.rootKey, "file.write", map[string]any{"path": h.root + "/x", "content": "x", "sha256": sum([]byte("x"))}))
+	if resp.OK || resp.Error == nil || resp.Error.Code != "refused" || !strings.Contains(resp.Error.Message, "read_only") {
+		t.Fatalf("a write under read_only: %+v", resp.Error)
+	}
+	if _, err := os.Stat(h.root + "/x"); !os.IsNotExist(err) {
+		t.Errorf("the refused write left a file: %v", err)
+	}
+	if resp := h.srv.Handle(context.Background(), daemon, request(t, h.rootKey, "file.read", map[string]any{"path": h.root + "/syslog"})); !resp.OK {
+		t.Errorf("a read under read_only: %+v", resp.Error)
+	}
+}
+
+// SIGTERM (the end of the context) ends a helper waiting for a connection
+// at once, not after its idle time: systemd's stop and a host's poweroff
+// waited a minute for it.
+func TestHelperStopsWhenAsked(t *testing.T) {
+	h := newHelperBed(t)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(h.dir, "stop.sock"), Net: "unix"})
+	must(t, err)
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Serve(ctx, l, time.Hour) }()
+	// One request answered: Serve is back waiting for the next.
+	a, _ := json.Marshal(map[string]any{"path": h.root})
+	if resp, err := Call(context.Background(), l.Addr().String(), Request{ID: "one", Key: h.admin, Op: "file.stat", Args: a}); err != nil || !resp.OK {
+		t.Fatalf("a request before the stop: %v %+v", err, resp.Error)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve was still waiting for a connection 20 s after its context ended")
+	}
+}

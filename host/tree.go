@@ -255,7 +255,7 @@ func openError(field, p string, root *openRoot, err error) error {
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return &fs.PathError{Op: "open", Path: p, Err: fs.ErrPermission}
 	case errors.Is(err, unix.ENOSYS):
-		return fmt.Errorf("host: openat2 is missing (Linux 5.6 or later is needed): %w", err)
+		return fmt.Errorf("host: openat2 is refused (ENOSYS): it needs Linux 5.6 or later, and no seccomp filter that blocks it (systemd's RestrictSUIDSGID= does): %w", err)
 	}
 	return &fs.PathError{Op: "open", Path: p, Err: err}
 }

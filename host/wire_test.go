@@ -2,8 +2,8 @@ package host
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"

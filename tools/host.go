@@ -134,6 +134,14 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return nil, &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument path %q: is not beneath an allowed root (%s)", p, strings.Join(s.hostRootPaths(), ", "))}
 	}
 	in := host.PolicyInput(c.Principal, op, p, root, s.opts.Host.Protected)
+	if in.Risk != schema.RiskRead {
+		if why := s.switchRefusal("POST"); why != "" {
+			return nil, &toolError{outcome: journal.OutcomeDenied, text: "Refused: " + why + ". Nothing was done."}
+		}
+		if s.currentSwitches().PreviewWrites {
+			return nil, &toolError{outcome: journal.OutcomeDenied, text: "Refused: the daemon's preview_writes switch is on, and host writes have no preview yet. Nothing was done."}
+		}
+	}
 	d := s.opts.Policy.DecideHost(ctx, c.Binding, in)
 	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: name, ConcretePath: p, Args: hostJournalArgs(a), Risk: in.Risk, Decision: d}
 	if d.Effect != policy.Allow {

@@ -208,11 +208,19 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	if got, _ := os.ReadFile(b.root + "/app.conf"); string(got) != content {
 		t.Errorf("a refused write changed the file: %q", got)
 	}
+	// The daemon-wide switches hold for host writes too.
+	b.h.srv.SetSwitches(Switches{ReadOnly: true})
+	res, _ = call(t, admin, adminCtx, ToolHostWrite, map[string]any{"path": b.root + "/app.conf", "content": "x", "sha256": hex.EncodeToString(func() []byte { s := sha256.Sum256([]byte("x")); return s[:] }())})
+	if !res.IsError || !strings.Contains(text(res), "read_only switch") {
+		t.Errorf("a host write under read_only: %s", text(res))
+	}
+	b.h.srv.SetSwitches(Switches{AllowMutations: true})
+
 	// The daemon's journal holds every call: the read, the write's
-	// receipt, the three refusals.
+	// receipt, the three refusals, and the write the switch refused.
 	got := b.h.audit.outcomes()
 	slices.Sort(got)
-	if want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeOK, journal.OutcomeOK}; !slices.Equal(got, want) {
+	if want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeOK, journal.OutcomeOK}; !slices.Equal(got, want) {
 		t.Errorf("the daemon journaled %v; want %v", got, want)
 	}
 }
