@@ -15,6 +15,7 @@ import (
 
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
 	"github.com/proxmox-mcp/proxmox-mcp/authority"
+	"github.com/proxmox-mcp/proxmox-mcp/host"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
@@ -189,6 +190,8 @@ func knownUnits() []string {
 		filepath.Join(systemd.UnitDir, systemd.ServiceUnit),
 		filepath.Join(systemd.UnitDir, systemd.RenewService),
 		filepath.Join(systemd.UnitDir, systemd.RenewTimer),
+		filepath.Join(systemd.UnitDir, systemd.HelperSocket),
+		filepath.Join(systemd.UnitDir, systemd.HelperService),
 		sysusersPath,
 	}
 }
@@ -258,7 +261,7 @@ func (st *State) sanitize(p *plan) []string {
 // (and the few files of ownedFiles) is ever removed.
 func (p *plan) ownedPrefixes() []string {
 	var out []string
-	for _, d := range []string{ConfigDir, p.pkiDir, p.stateDir, authority.DirFor(p.stateDir), InstallStateDir} {
+	for _, d := range []string{ConfigDir, p.pkiDir, p.stateDir, authority.DirFor(p.stateDir), host.HelperDir(p.stateDir), InstallStateDir} {
 		if d != "" && d != "/" && !slices.Contains(out, d) {
 			out = append(out, d)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/proxmox-mcp/proxmox-mcp/authority"
+	"github.com/proxmox-mcp/proxmox-mcp/host"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
 
@@ -53,13 +54,18 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 	}
 	c := &r.state.Created
 	r.say("==> stopping and removing the units")
-	for _, name := range []string{systemd.RenewTimer, systemd.ServiceUnit} {
+	for _, name := range []string{systemd.RenewTimer, systemd.ServiceUnit, systemd.HelperSocket, systemd.HelperService} {
 		path := filepath.Join(systemd.UnitDir, name)
 		if slices.Contains(c.Units, path) && s.exists(path) {
-			if err := r.systemctl(ctx, "disable", "--now", name); err != nil {
+			// The helper's service has no [Install]: its socket starts it.
+			verb, done := []string{"disable", "--now", name}, "stopped and disabled"
+			if name == systemd.HelperService {
+				verb, done = []string{"stop", name}, "stopped"
+			}
+			if err := r.systemctl(ctx, verb...); err != nil {
 				return fmt.Errorf("%w: re-run `proxmox-mcp uninstall` once it is fixed", err)
 			}
-			r.say("  stopped and disabled %s", name)
+			r.say("  %s %s", done, name)
 		}
 	}
 	removedUnits := false
@@ -145,11 +151,17 @@ func (r *run) purge(ctx context.Context) error {
 			return err
 		} else if removed && d == p.stateDir {
 			r.say("  removed %s: the keys, policies and journal", d)
-			// Root's copy of the keys and policies goes with them.
-			if gone, err := r.removeAll(authority.DirFor(d)); err != nil {
-				return err
-			} else if gone {
-				r.say("  removed %s: root's copy of the keys and policies", authority.DirFor(d))
+			// Root's copy of the keys and policies goes with them, and the
+			// root helper's journal.
+			for _, x := range []struct{ dir, what string }{
+				{authority.DirFor(d), "root's copy of the keys and policies"},
+				{host.HelperDir(d), "the root helper's journal"},
+			} {
+				if gone, err := r.removeAll(x.dir); err != nil {
+					return err
+				} else if gone {
+					r.say("  removed %s: %s", x.dir, x.what)
+				}
 			}
 		} else if removed {
 			r.say("  removed %s", d)

@@ -20,11 +20,21 @@ var sysusersPath = filepath.Join(systemd.SysusersDir, systemd.SysusersFile)
 
 // rendered renders the units of the plan's mode.
 func (r *run) rendered() ([]systemd.Unit, error) {
-	return systemd.Render(systemd.UnitOptions{
+	o := systemd.UnitOptions{
 		Mode: string(r.plan.mode), Binary: r.binaryPath(), ConfigFile: r.plan.configFile,
 		StateDir: r.plan.stateDir, PKIDir: r.plan.pkiDir, User: ServiceUser, Group: ServiceUser,
 		Cluster: r.plan.existing != nil && r.plan.existing.Cluster.Enabled,
-	})
+	}
+	// The helper's socket and write roots are the configuration's.
+	if cfg := r.plan.existing; cfg != nil {
+		o.HelperSocket = cfg.Host.HelperSocket()
+		for _, root := range cfg.Host.HostRoots() {
+			if root.Write {
+				o.HostWriteRoots = append(o.HostWriteRoots, root.Path)
+			}
+		}
+	}
+	return systemd.Render(o)
 }
 
 // sysusersEntry is the rendered sysusers.d file.

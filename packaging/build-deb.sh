@@ -167,11 +167,14 @@ fi
 # The units: the service loopback-only (local), what systemd knows before
 # "proxmox-mcp install" writes its own in /etc/systemd/system; the LAN
 # certificate renewal service and timer, enabled only by the installer in
-# a LAN mode; the system user.
+# a LAN mode; the root helper's socket and service; the system user.
 "$run" units render "$work/local" --mode local --binary /usr/bin/proxmox-mcp >/dev/null
 "$run" units render "$work/lan" --mode lan --binary /usr/bin/proxmox-mcp >/dev/null
 cp "$work/local/proxmox-mcp.service" "$root/usr/lib/systemd/system/"
 cp "$work/lan/proxmox-mcp-pki-renew.service" "$work/lan/proxmox-mcp-pki-renew.timer" \
+	"$root/usr/lib/systemd/system/"
+# The root helper's socket and service, enabled only by the installer.
+cp "$work/local/proxmox-mcp-helper.socket" "$work/local/proxmox-mcp-helper.service" \
 	"$root/usr/lib/systemd/system/"
 cp "$work/local/proxmox-mcp.conf" "$root/usr/lib/sysusers.d/"
 

@@ -19,7 +19,7 @@ func TestHelperUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := UnitOptions{Mode: "local", HostWriteRoots: []string{"/etc/pve", "/srv/app"}}
-	units, err := RenderHelper(opts)
+	units, err := helperUnits(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +52,13 @@ func TestHelperUnits(t *testing.T) {
 	if sock := string(units[0].Data); !strings.Contains(sock, "SocketGroup=proxmox-mcp\nSocketMode=0660\n") {
 		t.Errorf("the socket is not root's and the daemon group's alone:\n%s", sock)
 	}
-	if _, err := RenderHelper(UnitOptions{Mode: "local", HostWriteRoots: []string{"/"}}); err == nil {
+	if _, err := Render(UnitOptions{Mode: "local", HostWriteRoots: []string{"/"}}); err == nil {
 		t.Error("a write root of / was rendered")
 	}
 
 	analyze := requireAnalyze(t)
 	opts.Binary = bin
-	units, err = RenderHelper(opts)
+	units, err = helperUnits(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,4 +83,23 @@ func TestHelperUnits(t *testing.T) {
 	if score > 2.0 {
 		t.Errorf("exposure %.1f, want at most 2.0:\n%s", score, out)
 	}
+}
+
+// helperUnits are the helper's socket and service of what Render renders.
+func helperUnits(t *testing.T, o UnitOptions) ([]Unit, error) {
+	t.Helper()
+	all, err := Render(o)
+	if err != nil {
+		return nil, err
+	}
+	var out []Unit
+	for _, u := range all {
+		if u.Name == HelperSocket || u.Name == HelperService {
+			out = append(out, u)
+		}
+	}
+	if len(out) != 2 {
+		t.Fatalf("Render gave %d helper units", len(out))
+	}
+	return out, nil
 }

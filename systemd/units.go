@@ -153,7 +153,8 @@ type Unit struct {
 
 // Render renders the units of a mode: the service and the sysusers entry
 // always; the certificate renewal service and timer with a LAN listener;
-// the cluster sync in cluster mode.
+// the cluster sync in cluster mode; the root helper's socket and service
+// always.
 func Render(o UnitOptions) ([]Unit, error) {
 	o = o.withDefaults()
 	if err := o.check(); err != nil {
@@ -171,6 +172,9 @@ func Render(o UnitOptions) ([]Unit, error) {
 	if o.Cluster {
 		files = append(files, struct{ name, tmpl, dir string }{ClusterUnit, "proxmox-mcp-cluster.service.tmpl", UnitDir})
 	}
+	files = append(files,
+		struct{ name, tmpl, dir string }{HelperSocket, "proxmox-mcp-helper.socket.tmpl", UnitDir},
+		struct{ name, tmpl, dir string }{HelperService, "proxmox-mcp-helper.service.tmpl", UnitDir})
 	var out []Unit
 	for _, f := range files {
 		t, err := template.New(f.tmpl).Option("missingkey=error").ParseFS(unitFS, "units/"+f.tmpl)
@@ -191,31 +195,6 @@ const (
 	HelperSocket  = "proxmox-mcp-helper.socket"
 	HelperService = "proxmox-mcp-helper.service"
 )
-
-// RenderHelper renders the root helper's socket and service. They are
-// rendered apart from Render's: the installer does not install them yet.
-func RenderHelper(o UnitOptions) ([]Unit, error) {
-	o = o.withDefaults()
-	if err := o.check(); err != nil {
-		return nil, err
-	}
-	var out []Unit
-	for _, f := range []struct{ name, tmpl string }{
-		{HelperSocket, "proxmox-mcp-helper.socket.tmpl"},
-		{HelperService, "proxmox-mcp-helper.service.tmpl"},
-	} {
-		t, err := template.New(f.tmpl).Option("missingkey=error").ParseFS(unitFS, "units/"+f.tmpl)
-		if err != nil {
-			return nil, fmt.Errorf("units: %s: %w", f.name, err)
-		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, o); err != nil {
-			return nil, fmt.Errorf("units: %s: %w", f.name, err)
-		}
-		out = append(out, Unit{Name: f.name, Dir: UnitDir, Data: b.Bytes()})
-	}
-	return out, nil
-}
 
 // Where units are installed.
 const (

@@ -262,6 +262,8 @@ var debFiles = map[string]fs.FileMode{
 	"usr/lib/systemd/system/proxmox-mcp.service":           0o644,
 	"usr/lib/systemd/system/proxmox-mcp-pki-renew.service": 0o644,
 	"usr/lib/systemd/system/proxmox-mcp-pki-renew.timer":   0o644,
+	"usr/lib/systemd/system/proxmox-mcp-helper.socket":     0o644,
+	"usr/lib/systemd/system/proxmox-mcp-helper.service":    0o644,
 	"usr/lib/sysusers.d/proxmox-mcp.conf":                  0o644,
 	"usr/share/man/man1/proxmox-mcp.1.gz":                  0o644,
 	"usr/share/doc/proxmox-mcp/copyright":                  0o644,
@@ -386,6 +388,8 @@ func TestDebContents(t *testing.T) {
 		"usr/lib/systemd/system/proxmox-mcp.service":           "local/proxmox-mcp.service",
 		"usr/lib/systemd/system/proxmox-mcp-pki-renew.service": "lan/proxmox-mcp-pki-renew.service",
 		"usr/lib/systemd/system/proxmox-mcp-pki-renew.timer":   "lan/proxmox-mcp-pki-renew.timer",
+		"usr/lib/systemd/system/proxmox-mcp-helper.socket":     "local/proxmox-mcp-helper.socket",
+		"usr/lib/systemd/system/proxmox-mcp-helper.service":    "local/proxmox-mcp-helper.service",
 		"usr/lib/sysusers.d/proxmox-mcp.conf":                  "local/proxmox-mcp.conf",
 	}
 	for name, g := range golden {
@@ -582,7 +586,12 @@ func TestDebMaintainerScripts(t *testing.T) {
 		}
 		scripts[name] = s
 	}
-	const svc = "proxmox-mcp.service"
+	const (
+		svc         = "proxmox-mcp.service"
+		helperSvc   = "proxmox-mcp-helper.service"
+		helperUnits = "proxmox-mcp-helper.socket " + helperSvc
+		stopHelper  = "deb-systemd-invoke stop " + helperSvc
+	)
 	sysusers := "systemd-sysusers proxmox-mcp.conf"
 	reload := "systemctl --system daemon-reload"
 
@@ -604,22 +613,22 @@ func TestDebMaintainerScripts(t *testing.T) {
 			[]string{"configure", ""}, []string{sysusers, reload}, true},
 		{"upgrade restarts a running daemon", "postinst", true, []string{svc}, nil,
 			[]string{"configure", "1.0.0-1"},
-			[]string{sysusers, reload, "deb-systemd-invoke try-restart " + svc, "systemctl try-restart " + svc, "STARTED " + svc}, false},
+			[]string{sysusers, reload, "deb-systemd-invoke try-restart " + svc, "systemctl try-restart " + svc, "STARTED " + svc, stopHelper, "systemctl stop " + helperSvc}, false},
 		{"upgrade leaves a stopped daemon stopped", "postinst", true, nil, nil,
 			[]string{"configure", "1.0.0-1"},
-			[]string{sysusers, reload, "deb-systemd-invoke try-restart " + svc, "systemctl try-restart " + svc}, false},
+			[]string{sysusers, reload, "deb-systemd-invoke try-restart " + svc, "systemctl try-restart " + svc, stopHelper, "systemctl stop " + helperSvc}, false},
 		{"without systemd only the user is made", "postinst", false, []string{svc}, nil,
 			[]string{"configure", "1.0.0-1"}, []string{sysusers}, false},
 		{"DPKG_ROOT", "postinst", true, []string{svc}, []string{"DPKG_ROOT=/target"},
 			[]string{"configure", ""}, []string{"systemd-sysusers --root=/target proxmox-mcp.conf"}, true},
 		{"abort-upgrade restores a running daemon", "postinst", true, []string{svc}, nil,
 			[]string{"abort-upgrade", "1.1.0-1"},
-			[]string{sysusers, reload, "deb-systemd-invoke try-restart " + svc, "systemctl try-restart " + svc, "STARTED " + svc}, false},
+			[]string{sysusers, reload, "deb-systemd-invoke try-restart " + svc, "systemctl try-restart " + svc, "STARTED " + svc, stopHelper, "systemctl stop " + helperSvc}, false},
 		{"triggered does nothing", "postinst", true, []string{svc}, nil,
 			[]string{"triggered", "x"}, nil, false},
 		{"remove stops the daemon and the timer", "prerm", true, []string{svc}, nil,
 			[]string{"remove"},
-			[]string{"deb-systemd-invoke stop proxmox-mcp-pki-renew.timer " + svc, "systemctl stop proxmox-mcp-pki-renew.timer " + svc}, false},
+			[]string{"deb-systemd-invoke stop proxmox-mcp-pki-renew.timer " + svc + " " + helperUnits, "systemctl stop proxmox-mcp-pki-renew.timer " + svc + " " + helperUnits}, false},
 		{"upgrade stops nothing", "prerm", true, []string{svc}, nil,
 			[]string{"upgrade", "1.3.0-1"}, nil, false},
 		{"remove without systemd", "prerm", false, []string{svc}, nil,

@@ -1,0 +1,127 @@
+package booted
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBootedHelper: the root helper under systemd 257 as the installer
+// sets it up. Its socket listens (root's, the daemon's group, 0660); the
+// daemon, in its own sandbox (PrivateUsers, ProtectSystem=strict), reaches
+// it; the first host operation starts the helper by socket activation; it
+// reads under /var/log and writes only under the configured write root,
+// journals in its own root-only directory, and scores at most 2.0.
+func TestBootedHelper(t *testing.T) {
+	c, b := node(t)
+	deb := "/root/" + filepath.Base(b.Deb)
+	if res := c.Run(context.Background(), "apt-get", "install", "-y", "--no-install-recommends", deb); !res.OK() {
+		t.Fatalf("apt-get install: %s", res)
+	}
+	if res := c.Run(context.Background(), "proxmox-mcp", "install", "--mode", "local", "--yes"); !res.OK() {
+		t.Fatalf("install --mode local: %s", res)
+	}
+	// A write root, then install again: the helper's unit gets it as
+	// ReadWritePaths.
+	const cfg = "/etc/proxmox-mcp/config.hujson"
+	data, err := c.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MustIn(t, "mkdir", "-p", "/srv/app")
+	// Writes allowed (a fresh install only reads), and the host roots.
+	edited := regexp.MustCompile(`"allow_mutations":\s*false,`).ReplaceAllString(string(data), `"allow_mutations": true,
+	"host": {"roots": [{"path": "/var/log"}, {"path": "/srv/app", "write": true}]},`)
+	if !strings.Contains(edited, `"host": {"roots"`) {
+		t.Fatalf("no allow_mutations line in %s:\n%s", cfg, data)
+	}
+	c.WriteFile(cfg, []byte(edited), 0o640)
+	c.MustIn(t, "chgrp", "proxmox-mcp", cfg)
+	if res := c.Run(context.Background(), "proxmox-mcp", "install", "--yes"); !res.OK() {
+		t.Fatalf("install again with the host roots: %s", res)
+	}
+	c.MustIn(t, "systemctl", "restart", unit)
+	svc := c.MustIn(t, "systemctl", "cat", "proxmox-mcp-helper.service")
+	if !strings.Contains(svc, "ReadWritePaths=/srv/app\n") {
+		t.Errorf("the helper's unit does not make /srv/app writable:\n%s", svc)
+	}
+
+	if p := c.show(t, "proxmox-mcp-helper.socket", "ActiveState", "SubState", "UnitFileState"); p["ActiveState"] != "active" || p["SubState"] != "listening" || p["UnitFileState"] != "enabled" {
+		t.Errorf("the helper's socket: %v; want active, listening, enabled", p)
+	}
+	if got := strings.TrimSpace(c.MustIn(t, "stat", "-c", "%U:%G %a", "/run/proxmox-mcp-helper/helper.sock")); got != "root:proxmox-mcp 660" {
+		t.Errorf("the socket is %s; want root:proxmox-mcp 660", got)
+	}
+	if p := c.show(t, "proxmox-mcp-helper.service", "ActiveState"); p["ActiveState"] == "active" {
+		t.Errorf("the helper runs before anyone asked: %v", p)
+	}
+
+	var key InitialKeyFile
+	raw, err := c.ReadFile("/root/proxmox-mcp-initial-key.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &key); err != nil {
+		t.Fatal(err)
+	}
+	mc, ctx := mcpClient(t, c, key.Endpoints.Loopback, key.Key)
+
+	start := time.Now()
+	isErr, text := callText(t, mc, ctx, "proxmox_host_file_read", map[string]any{"path": "/var/log/dpkg.log", "length": 4096})
+	first := time.Since(start)
+	if isErr || !strings.Contains(text, "install") {
+		t.Fatalf("read /var/log/dpkg.log through the helper: %s\nhelper's journal:\n%s", text, c.Journal("-u", "proxmox-mcp-helper", "-n", "50"))
+	}
+	start = time.Now()
+	if isErr, text := callText(t, mc, ctx, "proxmox_host_file_stat", map[string]any{"path": "/var/log/dpkg.log"}); isErr {
+		t.Errorf("stat: %s", text)
+	}
+	t.Logf("first host operation (the helper started by its socket) %s, the next %s", first.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if p := c.show(t, "proxmox-mcp-helper.service", "ActiveState", "SubState", "User"); p["ActiveState"] != "active" {
+		t.Errorf("the helper after a call: %v; want active (started by its socket)", p)
+	}
+
+	content := "listen = 8080\n"
+	sum := sha256.Sum256([]byte(content))
+	if isErr, text := callText(t, mc, ctx, "proxmox_host_file_write", map[string]any{"path": "/srv/app/app.conf", "content": content, "sha256": hex.EncodeToString(sum[:]), "create": "new"}); isErr || !strings.Contains(text, "Created /srv/app/app.conf") {
+		t.Fatalf("write under the write root: %s", text)
+	}
+	if got, _ := c.ReadFile("/srv/app/app.conf"); string(got) != content {
+		t.Errorf("/srv/app/app.conf holds %q", got)
+	}
+	for _, p := range []string{"/var/log/planted", "/etc/proxmox-mcp/config.hujson", "/var/lib/proxmox-mcp/keys.json"} {
+		if isErr, text := callText(t, mc, ctx, "proxmox_host_file_write", map[string]any{"path": p, "content": "x", "sha256": hex.EncodeToString(func() []byte { s := sha256.Sum256([]byte("x")); return s[:] }())}); !isErr {
+			t.Errorf("a write to %s was allowed: %s", p, text)
+		}
+	}
+	if c.Exists("/var/log/planted") {
+		t.Error("a refused write left /var/log/planted")
+	}
+
+	// The helper's journal is root's, beside the state directory.
+	if got := strings.TrimSpace(c.MustIn(t, "stat", "-c", "%U:%G %a", "/var/lib/proxmox-mcp-helper")); got != "root:root 700" {
+		t.Errorf("the helper's directory is %s; want root:root 700", got)
+	}
+	tail := c.MustIn(t, "proxmox-mcp", "audit", "tail", "--journal", "/var/lib/proxmox-mcp-helper/journal.db", "--json")
+	for _, want := range []string{`"tool":"proxmox_host_file_read"`, `"tool":"proxmox_host_file_write"`, `"transport":"helper"`} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("the helper's journal lacks %s:\n%s", want, tail)
+		}
+	}
+	out := c.Run(context.Background(), "systemd-analyze", "security", "--no-pager", "proxmox-mcp-helper.service")
+	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindStringSubmatch(out.Stdout)
+	if m == nil {
+		t.Fatalf("no exposure level for the helper: %s", out)
+	}
+	t.Logf("systemd-analyze security proxmox-mcp-helper.service (online): %s", m[1])
+	if score, _ := strconv.ParseFloat(m[1], 64); score > 2.0 {
+		t.Errorf("the helper's exposure is %s; want at most 2.0", m[1])
+	}
+}
