@@ -358,6 +358,46 @@ func TestBootedInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("reload with a new policy", func(t *testing.T) {
+		// A custom policy drafted, tested and activated while the daemon
+		// runs, a key bound to it, then systemctl reload: the key's calls
+		// are decided by that policy, in its own words.
+		root := repoRoot(t)
+		for _, f := range []string{"vm-100-199.rego", "vm-100-199_test.rego"} {
+			c.CopyFile(filepath.Join(root, "policy", "examples", f), "/root/"+f, 0o644)
+		}
+		var draft struct {
+			ID, Digest string
+		}
+		out := c.MustIn(t, "proxmox-mcp", "policy", "draft", "/root/vm-100-199.rego", "--json")
+		if err := json.Unmarshal([]byte(out), &draft); err != nil || draft.Digest == "" {
+			t.Fatalf("policy draft --json: %v: %s", err, out)
+		}
+		c.MustIn(t, "proxmox-mcp", "policy", "activate", draft.ID, "--digest", draft.Digest)
+		out = c.MustIn(t, "proxmox-mcp", "key", "create", "--name", "bob", "--policy", draft.ID, "--json")
+		var bob struct {
+			Key string `json:"key"`
+		}
+		if err := json.Unmarshal([]byte(out), &bob); err != nil || bob.Key == "" {
+			t.Fatalf("key create --policy: %v: %s", err, out)
+		}
+		if res := c.Run(context.Background(), "systemctl", "reload", unit); !res.OK() {
+			t.Fatalf("systemctl reload: %s", res)
+		}
+		mc, ctx := mcpClient(t, c, key.Endpoints.Loopback, bob.Key)
+		if isErr, text := callText(t, mc, ctx, "proxmox_api_get", map[string]any{"path": "/nodes/pve1/qemu/101/config"}); isErr {
+			t.Errorf("bob's read of guest 101, which his policy allows: %s", text)
+		}
+		isErr, text := callText(t, mc, ctx, "proxmox_api_get", map[string]any{"path": "/nodes/pve1/qemu/250/config"})
+		if !isErr || !strings.Contains(text, "only guests 100-199") {
+			t.Errorf("bob's read of guest 250: %s; want his policy's own refusal", text)
+		}
+		jr := c.MustIn(t, "journalctl", "--no-pager", "-u", unit, "PMCP_KEY_NAME=bob", "PMCP_DECISION=deny", "-o", "json")
+		if !strings.Contains(jr, `"PMCP_PATH":"/nodes/pve1/qemu/250/config"`) || !strings.Contains(jr, "only guests 100-199") {
+			t.Errorf("the journal has no denial of bob's read of guest 250 in his policy's words:\n%s", jr)
+		}
+	})
+
 	t.Run("failed reload", func(t *testing.T) {
 		const cfg = "/etc/proxmox-mcp/config.hujson"
 		good, err := c.ReadFile(cfg)
