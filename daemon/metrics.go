@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"time"
@@ -43,7 +44,10 @@ func (d *Daemon) newMetrics() (*metrics.Metrics, error) {
 		},
 		Journal: func() journal.Stats { return d.jrnl.Stats() },
 		Status:  func(ctx context.Context) any { return d.Status(ctx) },
-		Logger:  d.log,
+		StatusPage: func(ctx context.Context, w io.Writer) error {
+			return RenderStatusPage(w, d.Status(ctx), time.Now())
+		},
+		Logger: d.log,
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/metrics"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
 
@@ -45,6 +46,9 @@ type Status struct {
 	LastError string `json:"last_error,omitempty"`
 	// Reconciliation is how far the start-up reconciliation is.
 	Reconciliation string `json:"reconciliation,omitempty"`
+	// Counts are the call and refusal counters since the daemon started
+	// (the sums of their series on /metrics).
+	Counts metrics.Counts `json:"counts"`
 }
 
 // StatusListener is one listener and where to reach it.
@@ -115,6 +119,9 @@ func (d *Daemon) Status(ctx context.Context) Status {
 	st.Cluster.Check, st.Cluster.Enabled = d.clusterReadiness()
 	if d.sessions != nil {
 		st.Sessions = d.sessions.Open()
+	}
+	if d.metrics != nil {
+		st.Counts = d.metrics.Counts()
 	}
 	if p, err := d.jrnl.Pending(ctx); err != nil {
 		st.PendingError = err.Error()

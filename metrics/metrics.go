@@ -13,9 +13,11 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -27,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
@@ -73,6 +76,10 @@ type Options struct {
 	// /status.json (what `proxmox-mcp status` reads). It must hold nothing
 	// /metrics would not show: counts, addresses and states, no key names.
 	Status func(context.Context) any
+	// StatusPage, when set, renders the daemon's state (the same value as
+	// Status) as an HTML page, served at /status; the handler adds the
+	// headers. It must hold what Status holds and nothing more.
+	StatusPage func(ctx context.Context, w io.Writer) error
 	// Logger receives scrape errors.
 	Logger *slog.Logger
 	// Now is the clock of the Pending cache (time.Now).
@@ -346,8 +353,10 @@ func PVEClass(path string) string {
 }
 
 // Handler serves /metrics in the Prometheus text format (and OpenMetrics
-// when asked) to the hosts given, a status page at /, and refuses any
-// other Host (DNS rebinding): hosts are what a Host header may say.
+// when asked) to the hosts given, the figures as tables at /, the
+// daemon's status page at /status and its state at /status.json (when
+// Options has them), and refuses any other Host (DNS rebinding): hosts
+// are what a Host header may say.
 func (m *Metrics) Handler(hosts []string) http.Handler {
 	allowed := make(map[string]bool, len(hosts))
 	for _, h := range hosts {
@@ -364,6 +373,9 @@ func (m *Metrics) Handler(hosts []string) http.Handler {
 	mux.HandleFunc("GET /{$}", m.statusPage)
 	if m.o.Status != nil {
 		mux.HandleFunc("GET /status.json", m.statusJSON)
+	}
+	if m.o.StatusPage != nil {
+		mux.HandleFunc("GET /status", m.daemonStatusPage)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowed[strings.ToLower(r.Host)] {
@@ -386,6 +398,81 @@ func (m *Metrics) statusJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(append(b, '\n')) //nolint:errcheck // the client's own failure
+}
+
+// daemonStatusPage serves Options.StatusPage: rendered whole before a
+// byte is sent, so that a failure is a 500, not half a page.
+func (m *Metrics) daemonStatusPage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	var b bytes.Buffer
+	if err := m.o.StatusPage(ctx, &b); err != nil {
+		m.o.Logger.Warn("metrics: /status page", "err", err)
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	pageHeaders(w)
+	w.Write(b.Bytes()) //nolint:errcheck // the client's own failure
+}
+
+// pageHeaders are the headers of an HTML page of this listener: no
+// script, no outside resource, no sniffing, no framing, no caching.
+func pageHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+}
+
+// Counts are the counters a person reads on the status page and in
+// `proxmox-mcp status`, summed from the series since the daemon started.
+type Counts struct {
+	// Calls are the tool calls journalled; Denied those the policy
+	// refused; Errors those that failed (error, task_failed, uncertain).
+	Calls  int `json:"tool_calls"`
+	Denied int `json:"denied"`
+	Errors int `json:"errors"`
+	// KeyFailures are bearer keys not accepted; Refusals HTTP requests
+	// refused before any tool ran; RateLimited the 429s among them.
+	KeyFailures int `json:"key_failures"`
+	Refusals    int `json:"http_refusals"`
+	RateLimited int `json:"rate_limited"`
+}
+
+// Counts sums the call and refusal counters now.
+func (m *Metrics) Counts() Counts {
+	var c Counts
+	each(m.calls, func(labels map[string]string, v float64) {
+		c.Calls += int(v)
+		switch labels["outcome"] {
+		case string(journal.OutcomeDenied):
+			c.Denied += int(v)
+		case string(journal.OutcomeError), string(journal.OutcomeTaskFailed), string(journal.OutcomeUncertain):
+			c.Errors += int(v)
+		}
+	})
+	each(m.keyFailures, func(_ map[string]string, v float64) { c.KeyFailures += int(v) })
+	each(m.refusals, func(_ map[string]string, v float64) { c.Refusals += int(v) })
+	each(m.rateLimited, func(_ map[string]string, v float64) { c.RateLimited += int(v) })
+	return c
+}
+
+// each reads a counter vector's series: their labels and values.
+func each(c prometheus.Collector, f func(labels map[string]string, v float64)) {
+	ch := make(chan prometheus.Metric)
+	go func() { c.Collect(ch); close(ch) }()
+	for pm := range ch {
+		var d dto.Metric
+		if pm.Write(&d) != nil || d.Counter == nil {
+			continue
+		}
+		labels := make(map[string]string, len(d.Label))
+		for _, l := range d.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		f(labels, d.Counter.GetValue())
+	}
 }
 
 // stateCollector reads, at each scrape, what the daemon is: sessions, the

@@ -232,6 +232,81 @@ func TestStatusJSON(t *testing.T) {
 	}
 }
 
+// TestStatusPage: /status is Options.StatusPage with the page's headers,
+// behind the same Host check; a page that fails to render is a 500 with
+// none of it sent; without the option there is no /status.
+func TestStatusPage(t *testing.T) {
+	fail := false
+	m, err := New(Options{Logger: quiet(), StatusPage: func(ctx context.Context, w io.Writer) error {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("StatusPage without a deadline")
+		}
+		io.WriteString(w, "<p>half") //nolint:errcheck // a buffer
+		if fail {
+			return errors.New("no status")
+		}
+		io.WriteString(w, "</p>") //nolint:errcheck // a buffer
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler([]string{"127.0.0.1:9765"})
+	get := func(host string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "http://"+host+"/status", nil))
+		return rec
+	}
+	rec := get("127.0.0.1:9765")
+	if rec.Code != 200 || rec.Body.String() != "<p>half</p>" {
+		t.Errorf("/status: %d %q", rec.Code, rec.Body.String())
+	}
+	for k, v := range map[string]string{"Content-Type": "text/html; charset=utf-8", "X-Content-Type-Options": "nosniff",
+		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"} {
+		if got := rec.Header().Get(k); got != v {
+			t.Errorf("%s: %q, want %q", k, got, v)
+		}
+	}
+	if rec := get("evil.example"); rec.Code != http.StatusForbidden {
+		t.Errorf("foreign host: %d", rec.Code)
+	}
+	fail = true
+	if rec := get("127.0.0.1:9765"); rec.Code != http.StatusInternalServerError || strings.Contains(rec.Body.String(), "half") {
+		t.Errorf("a failed page: %d %q", rec.Code, rec.Body.String())
+	}
+	m2, _ := New(Options{Logger: quiet()})
+	rec = httptest.NewRecorder()
+	m2.Handler([]string{"127.0.0.1:9765"}).ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:9765/status", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("/status without Options.StatusPage: %d", rec.Code)
+	}
+}
+
+// TestCounts: the counters the status page shows are the sums of their
+// series.
+func TestCounts(t *testing.T) {
+	m, err := New(Options{Logger: quiet(), KnownTool: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Counts(); c != (Counts{}) {
+		t.Errorf("at start: %+v", c)
+	}
+	m.Call("a", journal.OutcomeOK, policy.Allow, "GET", time.Millisecond)
+	m.Call("a", journal.OutcomeOK, policy.Allow, "GET", time.Millisecond)
+	m.Call("b", journal.OutcomeDenied, policy.Deny, "POST", 0)
+	m.Call("b", journal.OutcomeTaskFailed, policy.Allow, "POST", 0)
+	m.Call("c", journal.OutcomeError, "", "", 0)
+	m.KeyFailure("loopback")
+	m.KeyFailure("lan")
+	m.Refusal("loopback", http.StatusUnauthorized)
+	m.Refusal("lan", http.StatusTooManyRequests)
+	want := Counts{Calls: 5, Denied: 1, Errors: 2, KeyFailures: 2, Refusals: 2, RateLimited: 1}
+	if c := m.Counts(); c != want {
+		t.Errorf("counts %+v, want %+v", c, want)
+	}
+}
+
 // BenchmarkCallMetrics is what the metrics add to one tool call that
 // reads PVE once: the call's counter and duration, the PVE request's, and
 // one journal commit.

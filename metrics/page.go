@@ -12,8 +12,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// The status page at / of the metrics listener: the same figures as
-// /metrics, gathered from the same registry, as tables a person reads
+// The figures page at / of the metrics listener (the daemon's own state
+// is its status page at /status, rendered by package daemon): the same
+// figures as /metrics, gathered from the same registry, as tables a person reads
 // without Grafana. It is rendered on the server (no script), refreshes
 // itself every 15 s, and shows nothing /metrics does not.
 
@@ -67,8 +68,7 @@ func (m *Metrics) statusPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := buildPage(families)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	pageHeaders(w)
 	if err := pageTemplate.Execute(w, p); err != nil {
 		m.o.Logger.Warn("metrics: status page", "err", err)
 	}

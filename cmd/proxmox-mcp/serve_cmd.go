@@ -206,7 +206,7 @@ func (c *cli) demo(args []string) error {
 	}
 	return daemon.RunDemo(c.ctx, opts, func(info daemon.DemoInfo) {
 		if *asJSON {
-			line, _ := json.Marshal(map[string]string{"url": info.URL, "key": info.Key, "profile": info.Profile, "mode": *mode})
+			line, _ := json.Marshal(map[string]string{"url": info.URL, "key": info.Key, "profile": info.Profile, "mode": *mode, "status_url": demoStatusURL(info)})
 			fmt.Fprintln(out, string(line))
 			return
 		}
@@ -231,6 +231,7 @@ func (c *cli) printDemo(info daemon.DemoInfo, mode string) {
                 (profile %s; shown once; the demo forgets it when it stops)
   API schema    %s
   Tool mode     %s (--mode compact, expanded or search)
+  Status page   %s (the daemon's own, in a browser)
 
 Client configuration (Cursor's ~/.cursor/mcp.json; README.md shows Claude Desktop, VS Code and Codex):
   %s
@@ -240,7 +241,12 @@ MCP Inspector:
     --header "Authorization: Bearer %s" --method tools/list
 
 Serving until interrupted (Ctrl-C).
-`, info.URL, info.Key, info.Profile, info.Schema, mode, cfg, info.URL, info.Key)
+`, info.URL, info.Key, info.Profile, info.Schema, mode, demoStatusURL(info), cfg, info.URL, info.Key)
+}
+
+// demoStatusURL is the status page of the demo's metrics listener.
+func demoStatusURL(info daemon.DemoInfo) string {
+	return strings.TrimSuffix(info.MetricsURL, "/metrics") + "/status"
 }
 
 // readable opens a file for reading, as the daemon will.

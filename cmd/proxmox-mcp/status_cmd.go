@@ -128,6 +128,14 @@ func (c *cli) printStatus(rep statusReport) {
 		} else {
 			fmt.Fprintf(w, "pending:   %d open intents, %d unknown outcomes, %d running jobs\n", st.Pending.OpenIntents, st.Pending.Unknown, st.Pending.RunningJobs)
 		}
+		k := st.Counts
+		fmt.Fprintf(w, "calls:     %d tool calls (%d denied, %d errors); %d HTTP refusals (%d key failures, %d rate limited)\n",
+			k.Calls, k.Denied, k.Errors, k.Refusals, k.KeyFailures, k.RateLimited)
+		for _, l := range st.Listeners {
+			if l.Name == "metrics" {
+				fmt.Fprintf(w, "page:      http://%s/status\n", l.Address)
+			}
+		}
 		if st.LastError != "" {
 			fmt.Fprintf(w, "last error: %s\n", st.LastError)
 		}
