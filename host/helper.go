@@ -98,7 +98,7 @@ func OpenHelper(ctx context.Context, o HelperOptions) (*Server, func() error, er
 	if refuse == "" && cfg.Changes.PreviewWrites {
 		refuse = "the preview_writes switch is on, and host writes have no preview yet"
 	}
-	srv, err := NewServer(ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: j,
+	srv, err := NewServer(ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: j, Services: &Services{},
 		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, RefuseWrites: refuse, Logger: o.Logger})
 	if err != nil {
 		j.Close()

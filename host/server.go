@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,9 @@ type ServerOptions struct {
 	// Protected are the protected repository's paths: a write at or
 	// beneath one is a guard hit (break-glass).
 	Protected []string
+	// Services reaches systemd for the service operations; nil refuses
+	// them.
+	Services *Services
 	// RefuseWrites, when set, refuses every write with this reason: the
 	// configuration's switches (read_only, allow_mutations off,
 	// preview_writes), which the helper applies itself.
@@ -173,52 +178,72 @@ func (s *Server) Handle(ctx context.Context, peer Peer, body []byte) Response {
 	if op.writes() && s.opts.RefuseWrites != "" {
 		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, &WireError{Code: "refused", Message: s.opts.RefuseWrites})
 	}
-	root, err := s.opts.Tree.precheck(op.field(), op.path(), op.writes())
+	target, err := op.prepare(ctx, s)
 	if err != nil {
 		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, asWire(err))
 	}
-	d := s.opts.Policies.DecideHost(ctx, policy.Binding{Profile: pr.Profile, Policy: pr.Policy}, s.input(req, pr, op, root))
+	d := s.opts.Policies.DecideHost(ctx, policy.Binding{Profile: pr.Profile, Policy: pr.Policy}, s.input(req, pr, target))
 	if d.Effect != policy.Allow {
 		return s.answer(ctx, peer, req, pr, op, d, &WireError{Code: "denied", Message: decisionText(d)})
 	}
 	return s.run(ctx, peer, req, pr, op, d)
 }
 
-// input is the policy's input for op.
-func (s *Server) input(req Request, pr keys.Principal, op hostOp, root string) *policy.Input {
+// input is the policy's input for an operation's canonical target.
+func (s *Server) input(req Request, pr keys.Principal, target policy.HostOp) *policy.Input {
 	p := policy.Principal{KeyID: pr.KeyID, Name: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source}
-	return PolicyInput(p, req.Op, op.path(), root, s.opts.Protected)
+	return PolicyInput(p, target, s.opts.Protected)
 }
 
 // Ops are the operations the helper knows, with their tools.
 var Ops = map[string]string{
-	"file.stat":  "proxmox_host_file_stat",
-	"file.list":  "proxmox_host_file_list",
-	"file.read":  "proxmox_host_file_read",
-	"file.write": "proxmox_host_file_write",
+	"file.stat":       "proxmox_host_file_stat",
+	"file.list":       "proxmox_host_file_list",
+	"file.read":       "proxmox_host_file_read",
+	"file.write":      "proxmox_host_file_write",
+	"service.status":  "proxmox_host_service",
+	"service.control": "proxmox_host_service",
+}
+
+// Risk is an operation's risk class: reads, a file write, and of the
+// service actions those that take a service away (stop, restart,
+// disable) destructive.
+func Risk(h policy.HostOp) schema.Risk {
+	switch h.Op {
+	case "file.write":
+		return schema.RiskWrite
+	case "service.control":
+		if h.Action == "stop" || h.Action == "restart" || h.Action == "disable" {
+			return schema.RiskDestructive
+		}
+		return schema.RiskWrite
+	}
+	return schema.RiskRead
 }
 
 // PolicyInput is the input a policy's host_decision sees for an operation
-// on a canonical path beneath root: its risk, its tool, its target, and
-// the guard's finding on the protected paths (a write at, beneath or
-// above one). The helper decides on it, and the daemon builds the same to
-// refuse early.
-func PolicyInput(p policy.Principal, op, path, root string, protected []string) *policy.Input {
-	risk := schema.RiskRead
+// on its canonical target (a path beneath its root, or a unit as systemd
+// names it): its risk, its tool, its targets, and the guard's finding on
+// the protected paths (a write at, beneath or above one). The helper
+// decides on it, and the daemon builds the same to refuse early.
+func PolicyInput(p policy.Principal, h policy.HostOp, protected []string) *policy.Input {
+	risk := Risk(h)
 	g := policy.Guard{Evaluated: true}
-	if op == "file.write" {
-		risk = schema.RiskWrite
+	var t policy.Targets
+	if h.Path != "" {
+		t.Paths = []string{h.Path}
+	}
+	if h.Unit != "" {
+		t.Services = []string{h.Unit}
+	}
+	if h.Op == "file.write" {
 		for _, pp := range protected {
-			if beneath(path, pp) || beneath(pp, path) {
+			if beneath(h.Path, pp) || beneath(pp, h.Path) {
 				g.Hits = append(g.Hits, policy.GuardHit{Kind: "path", Value: pp, Param: "path"})
 			}
 		}
 	}
-	return &policy.Input{
-		Principal: p, Tool: Ops[op], Risk: risk, Guard: g, Time: time.Now(),
-		Targets: policy.Targets{Paths: []string{path}},
-		Host:    &policy.HostOp{Op: op, Path: path, Root: root},
-	}
+	return &policy.Input{Principal: p, Tool: Ops[h.Op], Risk: risk, Guard: g, Time: time.Now(), Targets: t, Host: &h}
 }
 
 // run does an allowed operation: a read is journaled once it is done, a
@@ -227,7 +252,7 @@ func (s *Server) run(ctx context.Context, peer Peer, req Request, pr keys.Princi
 	start := time.Now()
 	call := s.call(peer, req, pr, op, d)
 	if !op.writes() {
-		res, err := op.do(s.opts.Tree)
+		res, err := op.do(ctx, s)
 		return s.finish(ctx, req.ID, call, start, res, err, false)
 	}
 	ev, err := s.opts.Journal.Intent(ctx, call)
@@ -235,7 +260,7 @@ func (s *Server) run(ctx context.Context, peer Peer, req Request, pr keys.Princi
 		return Response{ID: req.ID, Error: &WireError{Code: "failed", Message: "the helper's journal did not take the intent, so nothing was written: " + err.Error()}}
 	}
 	call.ID = ev.CallID
-	res, err := op.do(s.opts.Tree)
+	res, err := op.do(ctx, s)
 	return s.finish(ctx, req.ID, call, start, res, err, true)
 }
 
@@ -280,10 +305,15 @@ func (s *Server) call(peer Peer, req Request, pr keys.Principal, op hostOp, d po
 	}
 	if op != nil {
 		c.Tool = op.tool()
-		c.Path = op.path()
+		if p := op.path(); strings.HasPrefix(p, "/") {
+			c.Path = p // a unit is in the arguments
+		}
 		c.Risk = "read"
 		if op.writes() {
 			c.Risk = "write"
+		}
+		if d.Effect != "" {
+			c.Risk = Risk(op.target()).String()
 		}
 		c.Args = map[string]any{"peer_uid": peer.UID, "peer_pid": peer.PID, "daemon_id": req.ID, "op": req.Op, "args": op.journalArgs()}
 	}
@@ -352,11 +382,14 @@ var errArgs = errors.New("bad arguments")
 // hostOp is one decoded operation.
 type hostOp interface {
 	tool() string
-	field() string
-	path() string
+	path() string // the path or unit as asked, for the journal
 	writes() bool
 	journalArgs() any
-	do(t *Tree) (any, error)
+	// prepare checks the operation's target and makes it canonical,
+	// before any policy sees it; target is that canonical form.
+	prepare(ctx context.Context, s *Server) (policy.HostOp, error)
+	target() policy.HostOp
+	do(ctx context.Context, s *Server) (any, error)
 }
 
 // parseOp decodes an operation's arguments strictly.
@@ -371,8 +404,12 @@ func parseOp(op string, args json.RawMessage) (hostOp, error) {
 		v = &readOp{}
 	case "file.write":
 		v = &writeOp{}
+	case "service.status":
+		v = &serviceStatusOp{}
+	case "service.control":
+		v = &serviceControlOp{}
 	default:
-		return nil, &WireError{Code: "bad_request", Field: "op", Message: fmt.Sprintf("op %q: the helper knows file.stat, file.list, file.read and file.write", op)}
+		return nil, &WireError{Code: "bad_request", Field: "op", Message: fmt.Sprintf("op %q: the helper knows %s", op, strings.Join(slices.Sorted(maps.Keys(Ops)), ", "))}
 	}
 	if err := DecodeStrict(args, v); err != nil {
 		return nil, &WireError{Code: "bad_request", Field: "args", Message: fmt.Sprintf("args of %s: %v", op, err)}
@@ -385,34 +422,65 @@ func parseOp(op string, args json.RawMessage) (hostOp, error) {
 	return v, nil
 }
 
-type statOp struct {
-	Path string `json:"path"`
+// fileTarget is the canonical target of a file operation.
+type fileTarget struct{ t policy.HostOp }
+
+func (f *fileTarget) target() policy.HostOp { return f.t }
+
+func (f *fileTarget) prepareFile(s *Server, op, p string, write bool) (policy.HostOp, error) {
+	root, err := s.opts.Tree.precheck("path", p, write)
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	f.t = policy.HostOp{Op: op, Path: p, Root: root}
+	return f.t, nil
 }
 
-func (o *statOp) tool() string            { return Ops["file.stat"] }
-func (o *statOp) field() string           { return "path" }
-func (o *statOp) path() string            { return o.Path }
-func (o *statOp) writes() bool            { return false }
-func (o *statOp) journalArgs() any        { return o }
-func (o *statOp) do(t *Tree) (any, error) { return t.Stat(o.Path) }
+type statOp struct {
+	Path string `json:"path"`
+	fileTarget
+}
 
-type listOp struct{ ListRequest }
+func (o *statOp) tool() string     { return Ops["file.stat"] }
+func (o *statOp) path() string     { return o.Path }
+func (o *statOp) writes() bool     { return false }
+func (o *statOp) journalArgs() any { return map[string]any{"path": o.Path} }
+func (o *statOp) prepare(_ context.Context, s *Server) (policy.HostOp, error) {
+	return o.prepareFile(s, "file.stat", o.Path, false)
+}
+func (o *statOp) do(_ context.Context, s *Server) (any, error) { return s.opts.Tree.Stat(o.Path) }
 
-func (o *listOp) tool() string            { return Ops["file.list"] }
-func (o *listOp) field() string           { return "path" }
-func (o *listOp) path() string            { return o.Path }
-func (o *listOp) writes() bool            { return false }
-func (o *listOp) journalArgs() any        { return o.ListRequest }
-func (o *listOp) do(t *Tree) (any, error) { return t.List(o.ListRequest) }
+type listOp struct {
+	ListRequest
+	fileTarget
+}
 
-type readOp struct{ ReadRequest }
+func (o *listOp) tool() string     { return Ops["file.list"] }
+func (o *listOp) path() string     { return o.Path }
+func (o *listOp) writes() bool     { return false }
+func (o *listOp) journalArgs() any { return o.ListRequest }
+func (o *listOp) prepare(_ context.Context, s *Server) (policy.HostOp, error) {
+	return o.prepareFile(s, "file.list", o.Path, false)
+}
+func (o *listOp) do(_ context.Context, s *Server) (any, error) {
+	return s.opts.Tree.List(o.ListRequest)
+}
 
-func (o *readOp) tool() string            { return Ops["file.read"] }
-func (o *readOp) field() string           { return "path" }
-func (o *readOp) path() string            { return o.Path }
-func (o *readOp) writes() bool            { return false }
-func (o *readOp) journalArgs() any        { return o.ReadRequest }
-func (o *readOp) do(t *Tree) (any, error) { return t.Read(o.ReadRequest) }
+type readOp struct {
+	ReadRequest
+	fileTarget
+}
+
+func (o *readOp) tool() string     { return Ops["file.read"] }
+func (o *readOp) path() string     { return o.Path }
+func (o *readOp) writes() bool     { return false }
+func (o *readOp) journalArgs() any { return o.ReadRequest }
+func (o *readOp) prepare(_ context.Context, s *Server) (policy.HostOp, error) {
+	return o.prepareFile(s, "file.read", o.Path, false)
+}
+func (o *readOp) do(_ context.Context, s *Server) (any, error) {
+	return s.opts.Tree.Read(o.ReadRequest)
+}
 
 // writeOp is a write's arguments on the wire: the content as text or
 // base64, the mode as chmod takes it ("0644").
@@ -428,6 +496,7 @@ type writeOp struct {
 	GID      *int   `json:"gid,omitempty"`
 
 	req WriteRequest
+	fileTarget
 }
 
 func (o *writeOp) decode() error {
@@ -455,14 +524,85 @@ func (o *writeOp) decode() error {
 	return nil
 }
 
-func (o *writeOp) tool() string  { return Ops["file.write"] }
-func (o *writeOp) field() string { return "path" }
-func (o *writeOp) path() string  { return o.Path }
-func (o *writeOp) writes() bool  { return true }
+func (o *writeOp) tool() string { return Ops["file.write"] }
+func (o *writeOp) path() string { return o.Path }
+func (o *writeOp) writes() bool { return true }
+func (o *writeOp) prepare(_ context.Context, s *Server) (policy.HostOp, error) {
+	return o.prepareFile(s, "file.write", o.Path, true)
+}
 
 // journalArgs records the write without its content (its hash and size
 // are the evidence).
 func (o *writeOp) journalArgs() any {
 	return map[string]any{"path": o.Path, "sha256": o.SHA256, "size": len(o.req.Data), "if_sha256": o.IfSHA256, "create": o.Create, "mode": o.Mode}
 }
-func (o *writeOp) do(t *Tree) (any, error) { return t.Write(o.req) }
+func (o *writeOp) do(_ context.Context, s *Server) (any, error) { return s.opts.Tree.Write(o.req) }
+
+// MaxJournalLines bounds service.status's journal lines.
+const MaxJournalLines = 200
+
+// serviceStatusOp is a unit's status with its last journal lines.
+type serviceStatusOp struct {
+	Unit  string `json:"unit"`
+	Lines *int   `json:"lines,omitempty"` // 10 when absent
+	t     policy.HostOp
+}
+
+func (o *serviceStatusOp) tool() string          { return Ops["service.status"] }
+func (o *serviceStatusOp) path() string          { return o.Unit }
+func (o *serviceStatusOp) writes() bool          { return false }
+func (o *serviceStatusOp) journalArgs() any      { return o }
+func (o *serviceStatusOp) target() policy.HostOp { return o.t }
+func (o *serviceStatusOp) prepare(ctx context.Context, s *Server) (policy.HostOp, error) {
+	if o.Lines != nil && (*o.Lines < 0 || *o.Lines > MaxJournalLines) {
+		return policy.HostOp{}, &WireError{Code: "bad_request", Field: "lines", Message: fmt.Sprintf("lines %d: must be 0 to %d", *o.Lines, MaxJournalLines)}
+	}
+	unit, err := resolveUnit(ctx, s, o.Unit)
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	o.t = policy.HostOp{Op: "service.status", Unit: unit}
+	return o.t, nil
+}
+func (o *serviceStatusOp) do(ctx context.Context, s *Server) (any, error) {
+	lines := 10
+	if o.Lines != nil {
+		lines = *o.Lines
+	}
+	return s.opts.Services.Status(ctx, o.t.Unit, lines)
+}
+
+// serviceControlOp is an action on a unit.
+type serviceControlOp struct {
+	Unit   string `json:"unit"`
+	Action string `json:"action"`
+	t      policy.HostOp
+}
+
+func (o *serviceControlOp) tool() string          { return Ops["service.control"] }
+func (o *serviceControlOp) path() string          { return o.Unit }
+func (o *serviceControlOp) writes() bool          { return true }
+func (o *serviceControlOp) journalArgs() any      { return o }
+func (o *serviceControlOp) target() policy.HostOp { return o.t }
+func (o *serviceControlOp) prepare(ctx context.Context, s *Server) (policy.HostOp, error) {
+	if !slices.Contains(ServiceActions, o.Action) {
+		return policy.HostOp{}, &WireError{Code: "bad_request", Field: "action", Message: fmt.Sprintf("action %q: must be one of %s", o.Action, strings.Join(ServiceActions, ", "))}
+	}
+	unit, err := resolveUnit(ctx, s, o.Unit)
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	o.t = policy.HostOp{Op: "service.control", Unit: unit, Action: o.Action}
+	return o.t, nil
+}
+func (o *serviceControlOp) do(ctx context.Context, s *Server) (any, error) {
+	return s.opts.Services.Control(ctx, o.t.Unit, o.Action)
+}
+
+// resolveUnit is the unit systemd names, when the helper has services.
+func resolveUnit(ctx context.Context, s *Server, unit string) (string, error) {
+	if s.opts.Services == nil {
+		return "", &WireError{Code: "refused", Message: errNoServices.Error()}
+	}
+	return s.opts.Services.Resolve(ctx, "unit", unit)
+}

@@ -43,11 +43,16 @@ type Input struct {
 // HostOp is a host operation as the root helper canonicalized it: what a
 // policy's host_decision sees.
 type HostOp struct {
-	// Op is the operation: file.stat, file.list, file.read, file.write.
+	// Op is the operation: file.stat, file.list, file.read, file.write,
+	// service.status, service.control.
 	Op string
 	// Path is the canonical path (package host), and Root the allowed
-	// root it lies beneath.
+	// root it lies beneath (file operations).
 	Path, Root string
+	// Unit is the unit as systemd names it, and Action what
+	// service.control does to it (start, stop, restart, reload, enable,
+	// disable).
+	Unit, Action string
 }
 
 // hostValue is input.host.
@@ -59,6 +64,8 @@ func (h *HostOp) value() ast.Value {
 		strItem("op", h.Op),
 		strItem("path", h.Path),
 		strItem("root", h.Root),
+		strItem("unit", h.Unit),
+		strItem("action", h.Action),
 	)
 }
 
@@ -486,7 +493,7 @@ func inputKeys() []string {
 		"tool", "method", "path", "concrete_path", "params", "risk", "endpoint", "expose_credentials", "download",
 		"returns_secrets", "reaches_outside", "config_edit",
 		"targets", "nodes", "vmids", "storages", "pools", "paths", "services", "commands",
-		"reaches_host", "detail", "host", "op", "root",
+		"reaches_host", "detail", "host", "op", "root", "unit", "action",
 		"guard", "evaluated", "hits", "kind", "value", "param",
 		"time", "rfc3339", "unix", "weekday", "hour", "minute", "zone", "utc_offset_seconds",
 		"read", "write", "destructive", "GET", "POST", "PUT", "DELETE", "loopback", "stdio", "lan",

@@ -22,10 +22,12 @@ const (
 	ToolHostList  = "proxmox_host_file_list"
 	ToolHostRead  = "proxmox_host_file_read"
 	ToolHostWrite = "proxmox_host_file_write"
+	// ToolHostService is a unit's status or an action on it.
+	ToolHostService = "proxmox_host_service"
 )
 
 // hostOps maps the host tools to the helper's operations.
-var hostOps = map[string]string{ToolHostStat: "file.stat", ToolHostList: "file.list", ToolHostRead: "file.read", ToolHostWrite: "file.write"}
+var hostOps = map[string]string{ToolHostStat: "file.stat", ToolHostList: "file.list", ToolHostRead: "file.read", ToolHostWrite: "file.write", ToolHostService: "service.status"}
 
 // HostHelper sends one request to the root helper (host.Call bound to the
 // configured socket).
@@ -69,6 +71,16 @@ func (s *Server) hostTools() []server.ServerTool {
 				"offset": map[string]any{"type": "integer", "minimum": 0, "description": "Byte offset (default 0)."},
 				"length": map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxReadLength, "description": "Bytes to read (default 65536)."},
 			}, []string{"path"}, read),
+		{
+			Tool: mcp.NewTool(ToolHostService, mcp.WithDescription("A systemd unit on the host: its status (active and sub state, main PID, since when, restarts, the last journal lines), or start, stop, restart, reload, enable or disable it. The unit is named as systemd names it (aliases resolved); this server's own units are refused."),
+				rawSchema(map[string]any{"type": "object", "properties": map[string]any{
+					"unit":   map[string]any{"type": "string", "description": "A unit name, such as pveproxy or cron.service (.service is added when there is no suffix)."},
+					"action": map[string]any{"type": "string", "enum": append([]string{"status"}, host.ServiceActions...), "description": "What to do (default status)."},
+					"lines":  map[string]any{"type": "integer", "minimum": 0, "maximum": host.MaxJournalLines, "description": "Journal lines with the status (default 10)."},
+				}, "required": []string{"unit"}, "additionalProperties": false}),
+				annotate("A host service", hints{destructive: true})),
+			Handler: s.handleHost,
+		},
 		tool(ToolHostWrite, "Write a host file", "Replace or create a whole host file atomically (temporary file, fsync, rename); never through a link. Give the content's sha256; if_sha256 makes it conditional on the current content. Answers the new and the previous hash.",
 			map[string]any{
 				"content":   map[string]any{"type": "string", "description": "The whole new content."},
@@ -88,11 +100,17 @@ func (s *Server) hostTools() []server.ServerTool {
 // the policy's host_decision is asked about each root itself.
 func (s *Server) hostVisible(ctx context.Context, c Caller, name string) bool {
 	op := hostOps[name]
+	if name == ToolHostService {
+		// Whoever may read some unit's status sees the tool; each action
+		// is decided on its own.
+		in := host.PolicyInput(c.Principal, policy.HostOp{Op: op, Unit: "systemd-journald.service"}, nil)
+		return s.opts.Policy.DecideHost(ctx, c.Binding, in).Effect != policy.Deny
+	}
 	for _, r := range s.opts.Host.Roots {
 		if op == "file.write" && !r.Write {
 			continue
 		}
-		in := host.PolicyInput(c.Principal, op, r.Path, r.Path, nil)
+		in := host.PolicyInput(c.Principal, policy.HostOp{Op: op, Path: r.Path, Root: r.Path}, nil)
 		if d := s.opts.Policy.DecideHost(ctx, c.Binding, in); d.Effect != policy.Deny {
 			return true
 		}
@@ -111,29 +129,28 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return nil, err
 	}
 	name := req.Params.Name
-	op := hostOps[name]
 	a, err := argsOf(req)
 	if err != nil {
 		return nil, err
 	}
-	p, err := optString(a, "path")
+	target, err := s.hostTarget(name, a)
 	if err != nil {
 		return nil, err
-	}
-	if p == "" {
-		return nil, argError("path", "is required")
-	}
-	if _, err := host.CleanPath("path", p); err != nil {
-		return nil, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
 	}
 	if c.Key == "" {
 		return nil, &toolError{outcome: journal.OutcomeDenied, text: "Refused: host operations need an API key, which the root helper verifies itself; this session has none (local-root). Nothing was done."}
 	}
-	root := s.hostRoot(p)
-	if root == "" {
-		return nil, &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument path %q: is not beneath an allowed root (%s)", p, strings.Join(s.hostRootPaths(), ", "))}
+	op := target.Op
+	// The helper's arguments: the tool's, without the tool's own action
+	// of status.
+	if name == ToolHostService {
+		delete(a, "action")
+		if target.Action != "" {
+			a["action"] = target.Action
+			delete(a, "lines")
+		}
 	}
-	in := host.PolicyInput(c.Principal, op, p, root, s.opts.Host.Protected)
+	in := host.PolicyInput(c.Principal, target, s.opts.Host.Protected)
 	if in.Risk != schema.RiskRead {
 		if why := s.switchRefusal("POST"); why != "" {
 			return nil, &toolError{outcome: journal.OutcomeDenied, text: "Refused: " + why + ". Nothing was done."}
@@ -143,7 +160,8 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 	}
 	d := s.opts.Policy.DecideHost(ctx, c.Binding, in)
-	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: name, ConcretePath: p, Args: hostJournalArgs(a), Risk: in.Risk, Decision: d}
+	// The journal's path is a path; a unit is in the arguments.
+	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: name, ConcretePath: target.Path, Args: hostJournalArgs(a), Risk: in.Risk, Decision: d}
 	if d.Effect != policy.Allow {
 		return s.hostRefused(ctx, call, d)
 	}
@@ -177,6 +195,47 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		s.opts.Logger.Error("tools: journal a host write's receipt", "call_id", id, "err", rerr)
 	}
 	return res, nil
+}
+
+// hostTarget is a host tool's target as the daemon can check it: a path
+// canonical and beneath a configured root, or a unit name systemd would
+// take (the helper asks systemd which unit it is, and decides again).
+func (s *Server) hostTarget(name string, a map[string]any) (policy.HostOp, error) {
+	if name == ToolHostService {
+		unit, err := optString(a, "unit")
+		if err != nil {
+			return policy.HostOp{}, err
+		}
+		if unit, err = host.CleanUnitName("unit", unit); err != nil {
+			return policy.HostOp{}, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
+		}
+		action, err := optString(a, "action")
+		if err != nil {
+			return policy.HostOp{}, err
+		}
+		if action == "" || action == "status" {
+			return policy.HostOp{Op: "service.status", Unit: unit}, nil
+		}
+		if !slices.Contains(host.ServiceActions, action) {
+			return policy.HostOp{}, argError("action", "must be status or one of "+strings.Join(host.ServiceActions, ", "))
+		}
+		return policy.HostOp{Op: "service.control", Unit: unit, Action: action}, nil
+	}
+	p, err := optString(a, "path")
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	if p == "" {
+		return policy.HostOp{}, argError("path", "is required")
+	}
+	if _, err := host.CleanPath("path", p); err != nil {
+		return policy.HostOp{}, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
+	}
+	root := s.hostRoot(p)
+	if root == "" {
+		return policy.HostOp{}, &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument path %q: is not beneath an allowed root (%s)", p, strings.Join(s.hostRootPaths(), ", "))}
+	}
+	return policy.HostOp{Op: hostOps[name], Path: p, Root: root}, nil
 }
 
 // hostRefused journals and answers a call the caller's policy refused.
@@ -237,6 +296,12 @@ func hostSummary(name string, c map[string]any) string {
 			return fmt.Sprintf("Created %v (%v bytes, sha256 %v).", c["path"], c["size"], c["sha256"])
 		}
 		return fmt.Sprintf("Replaced %v (%v bytes, sha256 %v; it was %v).", c["path"], c["size"], c["sha256"], c["previous_sha256"])
+	case ToolHostService:
+		s := fmt.Sprintf("%v: %v (%v), %v.", c["unit"], c["active_state"], c["sub_state"], c["load_state"])
+		if job, ok := c["job"].(string); ok && job != "" {
+			s = fmt.Sprintf("%v: job %s; now %v (%v).", c["unit"], job, c["active_state"], c["sub_state"])
+		}
+		return s
 	}
 	return fmt.Sprintf("%v: %v, %v bytes, mode %v.", c["path"], c["type"], c["size"], c["mode"])
 }

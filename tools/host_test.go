@@ -156,11 +156,21 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	admin, adminCtx := b.as(t, "admin", "")
 
 	// Visibility asks each profile's host_decision about each root.
-	if got := strings.Join(hostTools(toolNames(t, ro, roCtx)), " "); got != "proxmox_host_file_list proxmox_host_file_read proxmox_host_file_stat" {
-		t.Errorf("read-only sees %q; want the three reads (under /var/log), no write", got)
+	if got := strings.Join(hostTools(toolNames(t, ro, roCtx)), " "); got != "proxmox_host_file_list proxmox_host_file_read proxmox_host_file_stat proxmox_host_service" {
+		t.Errorf("read-only sees %q; want the three reads (under /var/log) and the services' status, no write", got)
 	}
-	if got := hostTools(toolNames(t, admin, adminCtx)); !slices.Contains(got, ToolHostWrite) || len(got) != 4 {
-		t.Errorf("admin sees %v; want the four host tools", got)
+	if got := hostTools(toolNames(t, admin, adminCtx)); !slices.Contains(got, ToolHostWrite) || len(got) != 5 {
+		t.Errorf("admin sees %v; want the five host tools", got)
+	}
+	// A read-only key may read a service's status, not restart it: the
+	// daemon refuses at once.
+	res, _ := call(t, ro, roCtx, ToolHostService, map[string]any{"unit": "cron", "action": "restart"})
+	if !res.IsError || !strings.Contains(text(res), "Denied by read-only") {
+		t.Errorf("read-only restarting cron: %s", text(res))
+	}
+	res, _ = call(t, ro, roCtx, ToolHostService, map[string]any{"unit": "cron;reboot"})
+	if !res.IsError || !strings.Contains(text(res), "argument unit") {
+		t.Errorf("a unit name with ;: %s", text(res))
 	}
 
 	res, c := call(t, admin, adminCtx, ToolHostRead, map[string]any{"path": b.root + "/app.conf"})
@@ -216,11 +226,12 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	}
 	b.h.srv.SetSwitches(Switches{AllowMutations: true})
 
-	// The daemon's journal holds every call: the read, the write's
-	// receipt, the three refusals, and the write the switch refused.
+	// The daemon's journal holds every call: the two service refusals,
+	// the read, the write's receipt, the three refusals, and the write
+	// the switch refused.
 	got := b.h.audit.outcomes()
 	slices.Sort(got)
-	if want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeOK, journal.OutcomeOK}; !slices.Equal(got, want) {
+	if want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeOK, journal.OutcomeOK}; !slices.Equal(got, want) {
 		t.Errorf("the daemon journaled %v; want %v", got, want)
 	}
 }

@@ -49,11 +49,11 @@ decision := {"effect": "allow", "reasons": ["admin keys may make any API call"],
 }
 
 # Host operations: files beneath the allowed roots may be read and written
-# (the helper enforces the roots and refuses the secrets); nothing the
-# guard protects.
+# (the helper enforces the roots and refuses the secrets), nothing the
+# guard protects; services controlled, PVE's own with confirmation.
 default host_decision := {
 	"effect": "deny",
-	"reasons": ["admin keys may read and write files on the host; this host operation is neither"],
+	"reasons": ["admin keys may read and write files and control services on the host; this host operation is neither"],
 	"obligations": [],
 }
 
@@ -65,4 +65,16 @@ host_decision := lib.deny(concat("", [lib.guard_reason, "; admin keys cannot req
 host_decision := lib.allow("admin keys may read and write files beneath the allowed roots") if {
 	lib.host_file_op
 	not lib.guard_hit
+}
+
+host_decision := lib.allow("admin keys may read a service's status") if lib.host_service_status
+
+host_decision := lib.confirm(concat("", ["controlling ", input.host.unit, ", one of PVE's own services, needs confirmation"])) if {
+	lib.host_service_control
+	lib.pve_core_unit
+}
+
+host_decision := lib.allow("admin keys may control services") if {
+	lib.host_service_control
+	not lib.pve_core_unit
 }

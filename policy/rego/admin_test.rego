@@ -122,3 +122,20 @@ test_host_writes_to_the_repository_are_denied if {
 test_other_host_operations_are_denied if {
 	admin.host_decision.effect == "deny" with input as host("exec.run", "/usr/bin/bash", "destructive", [])
 }
+
+service(op, unit, action, risk) := {
+	"tool": "proxmox_host_service", "method": "", "path": "", "risk": risk, "params": {},
+	"endpoint": {}, "guard": {"evaluated": true, "hits": []},
+	"host": {"op": op, "path": "", "root": "", "unit": unit, "action": action},
+}
+
+test_services_are_controlled if {
+	admin.host_decision.effect == "allow" with input as service("service.status", "pveproxy.service", "", "read")
+	admin.host_decision.effect == "allow" with input as service("service.control", "cron.service", "restart", "destructive")
+}
+
+test_pve_services_need_confirmation if {
+	d := admin.host_decision with input as service("service.control", "pve-cluster.service", "stop", "destructive")
+	d.effect == "confirm"
+	contains(d.reasons[0], "pve-cluster.service")
+}

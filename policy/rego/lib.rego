@@ -238,3 +238,28 @@ host_file_op if input.host.op == "file.write"
 host_path_in(dir) if input.host.path == dir
 
 host_path_in(dir) if startswith(input.host.path, concat("", [dir, "/"]))
+
+# The operation reads a unit's status (and its last journal lines).
+host_service_status if input.host.op == "service.status"
+
+# The operation starts, stops, restarts, reloads, enables or disables a
+# unit (input.host.action), named as systemd names it.
+host_service_control if input.host.op == "service.control"
+
+# PVE's own services: controlling them takes the node's API, its cluster
+# file system, corosync or HA away, so the profiles ask for confirmation.
+pve_core_unit if input.host.unit == "pve-cluster.service"
+
+pve_core_unit if input.host.unit == "corosync.service"
+
+pve_core_unit if input.host.unit == "pveproxy.service"
+
+pve_core_unit if input.host.unit == "pvedaemon.service"
+
+pve_core_unit if input.host.unit == "pvestatd.service"
+
+pve_core_unit if input.host.unit == "pvescheduler.service"
+
+pve_core_unit if input.host.unit == "pve-ha-lrm.service"
+
+pve_core_unit if input.host.unit == "pve-ha-crm.service"

@@ -61,10 +61,11 @@ decision := {"effect": "allow", "reasons": ["operator keys may power guests, tak
 	not lib.sets_host_path
 }
 
-# Host operations: files under /var/log may be read, nothing else.
+# Host operations: files under /var/log and the services' status may be
+# read, nothing else.
 default host_decision := {
 	"effect": "deny",
-	"reasons": ["operator keys may only read files under /var/log on the host"],
+	"reasons": ["operator keys may only read files under /var/log and the services' status on the host"],
 	"obligations": [],
 }
 
@@ -72,3 +73,5 @@ host_decision := lib.allow("operator keys may read files under /var/log") if {
 	lib.host_file_read
 	lib.host_path_in("/var/log")
 }
+
+host_decision := lib.allow("operator keys may read a service's status") if lib.host_service_status

@@ -26,10 +26,11 @@ decision := {"effect": "allow", "reasons": ["read-only keys may read"], "obligat
 	not lib.returns_secrets
 }
 
-# Host operations: files under /var/log may be read, nothing else.
+# Host operations: files under /var/log and the services' status may be
+# read, nothing else.
 default host_decision := {
 	"effect": "deny",
-	"reasons": ["read-only keys may only read files under /var/log on the host"],
+	"reasons": ["read-only keys may only read files under /var/log and the services' status on the host"],
 	"obligations": [],
 }
 
@@ -37,3 +38,5 @@ host_decision := lib.allow("read-only keys may read files under /var/log") if {
 	lib.host_file_read
 	lib.host_path_in("/var/log")
 }
+
+host_decision := lib.allow("read-only keys may read a service's status") if lib.host_service_status

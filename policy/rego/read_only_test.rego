@@ -78,3 +78,17 @@ test_host_operations_elsewhere_are_denied if {
 	read_only.host_decision.effect == "deny" with input as host("file.write", "/var/log/syslog", "write")
 	read_only.host_decision.effect == "deny" with input as host("file.list", "/var", "read")
 }
+
+service(op, unit, action, risk) := {
+	"tool": "proxmox_host_service", "method": "", "path": "", "risk": risk, "params": {},
+	"endpoint": {}, "guard": no_guard,
+	"host": {"op": op, "path": "", "root": "", "unit": unit, "action": action},
+}
+
+test_service_status_is_allowed if {
+	read_only.host_decision.effect == "allow" with input as service("service.status", "pveproxy.service", "", "read")
+}
+
+test_service_control_is_denied if {
+	read_only.host_decision.effect == "deny" with input as service("service.control", "cron.service", "restart", "destructive")
+}

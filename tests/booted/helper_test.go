@@ -105,6 +105,59 @@ func TestBootedHelper(t *testing.T) {
 		t.Error("a refused write left /var/log/planted")
 	}
 
+	// Services, through systemd's D-Bus API, named as systemd names them.
+	c.WriteFile("/etc/systemd/system/pmcp-demo.service", []byte("[Unit]\nDescription=a demo service\n[Service]\nExecStart=/bin/sleep infinity\n"), 0o644)
+	c.MustIn(t, "ln", "-s", "/etc/systemd/system/proxmox-mcp.service", "/etc/systemd/system/mcpalias.service")
+	c.MustIn(t, "systemctl", "daemon-reload")
+	service := func(args map[string]any) (bool, string) {
+		t.Helper()
+		return callText(t, mc, ctx, "proxmox_host_service", args)
+	}
+	if isErr, text := service(map[string]any{"unit": "pmcp-demo"}); isErr || !strings.Contains(text, "pmcp-demo.service: inactive (dead)") {
+		t.Errorf("status of pmcp-demo: %s", text)
+	}
+	if isErr, text := service(map[string]any{"unit": "pmcp-demo", "action": "start"}); isErr || !strings.Contains(text, "job done; now active (running)") {
+		t.Fatalf("start pmcp-demo: %s", text)
+	}
+	pid := c.show(t, "pmcp-demo.service", "MainPID")["MainPID"]
+	if isErr, text := service(map[string]any{"unit": "pmcp-demo.service", "action": "restart"}); isErr || !strings.Contains(text, "active (running)") {
+		t.Errorf("restart pmcp-demo: %s", text)
+	}
+	if again := c.show(t, "pmcp-demo.service", "MainPID")["MainPID"]; again == pid || again == "0" {
+		t.Errorf("MainPID %s before the restart, %s after", pid, again)
+	}
+	isErr, text = service(map[string]any{"unit": "pmcp-demo", "lines": 5})
+	if isErr || !strings.Contains(text, `"main_pid"`) || !strings.Contains(text, "Started pmcp-demo.service") {
+		t.Errorf("status with journal lines: %s", text)
+	}
+	if isErr, text := service(map[string]any{"unit": "pmcp-demo", "action": "stop"}); isErr || !strings.Contains(text, "inactive (dead)") {
+		t.Errorf("stop pmcp-demo: %s", text)
+	}
+	// This install's own units, under every name they can be given.
+	for _, u := range []string{"proxmox-mcp", "proxmox-mcp.service", "proxmox-mcp-helper.socket", "proxmox-mcp@x", "mcpalias"} {
+		isErr, text := service(map[string]any{"unit": u, "action": "stop"})
+		if !isErr || !strings.Contains(text, "own units") {
+			t.Errorf("stop %s: %s; want it refused as one of this install's units", u, text)
+		}
+	}
+	if p := c.show(t, unit, "ActiveState"); p["ActiveState"] != "active" {
+		t.Errorf("the daemon after the refused stops: %v", p)
+	}
+	out := c.MustIn(t, "proxmox-mcp", "key", "create", "--name", "viewer", "--profile", "read-only", "--json")
+	var viewer struct {
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal([]byte(out), &viewer); err != nil {
+		t.Fatal(err)
+	}
+	vc, vctx := mcpClient(t, c, key.Endpoints.Loopback, viewer.Key)
+	if isErr, text := callText(t, vc, vctx, "proxmox_host_service", map[string]any{"unit": "systemd-journald"}); isErr {
+		t.Errorf("a read-only key's status of systemd-journald: %s", text)
+	}
+	if isErr, text := callText(t, vc, vctx, "proxmox_host_service", map[string]any{"unit": "pmcp-demo", "action": "start"}); !isErr || !strings.Contains(text, "Denied") {
+		t.Errorf("a read-only key starting pmcp-demo: %s", text)
+	}
+
 	// The helper's journal is root's, beside the state directory.
 	if got := strings.TrimSpace(c.MustIn(t, "stat", "-c", "%U:%G %a", "/var/lib/proxmox-mcp-helper")); got != "root:root 700" {
 		t.Errorf("the helper's directory is %s; want root:root 700", got)
@@ -115,10 +168,10 @@ func TestBootedHelper(t *testing.T) {
 			t.Errorf("the helper's journal lacks %s:\n%s", want, tail)
 		}
 	}
-	out := c.Run(context.Background(), "systemd-analyze", "security", "--no-pager", "proxmox-mcp-helper.service")
-	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindStringSubmatch(out.Stdout)
+	res := c.Run(context.Background(), "systemd-analyze", "security", "--no-pager", "proxmox-mcp-helper.service")
+	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindStringSubmatch(res.Stdout)
 	if m == nil {
-		t.Fatalf("no exposure level for the helper: %s", out)
+		t.Fatalf("no exposure level for the helper: %s", res)
 	}
 	t.Logf("systemd-analyze security proxmox-mcp-helper.service (online): %s", m[1])
 	if score, _ := strconv.ParseFloat(m[1], 64); score > 2.0 {
