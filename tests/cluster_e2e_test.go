@@ -573,7 +573,13 @@ func TestClusterThreeNodes(t *testing.T) {
 
 	t.Run("a corrupted shared file", func(t *testing.T) {
 		hankID, hank := n1.key("hank", "operator")
-		n2.await(hank, true, propagation)
+		// Every node must have had hank's good file before it is
+		// corrupted: a node that never read it has no last good content
+		// to keep (its problem says kept: false, and it refuses hank),
+		// which is right, and was this test's race on a loaded runner.
+		for _, n := range nodes {
+			n.await(hank, true, propagation)
+		}
 		file := filepath.Join(n1.mount, cluster.SharedDir, "keys", hankID+".json")
 		good, err := os.ReadFile(file)
 		if err != nil {
