@@ -95,6 +95,20 @@ func (a *Local) Change(ctx context.Context, fn func(stateDir string) error) erro
 		}
 		return fn(a.stateDir)
 	}
+	return a.locked(ctx, true, func(ad, sd *atomicfile.Dir) error {
+		if err := a.adoptOnce(ctx, ad, sd); err != nil {
+			return err
+		}
+		if err := fn(a.dir); err != nil {
+			return err
+		}
+		return a.mirror(ctx, ad, sd)
+	})
+}
+
+// locked runs fn with the authority open and locked and the state
+// directory open (made when create is set).
+func (a *Local) locked(ctx context.Context, create bool, fn func(ad, sd *atomicfile.Dir) error) error {
 	ad, err := a.open()
 	if err != nil {
 		return err
@@ -105,18 +119,16 @@ func (a *Local) Change(ctx context.Context, fn func(stateDir string) error) erro
 		return fmt.Errorf("authority: %w", err)
 	}
 	defer unlock()
-	sd, err := atomicfile.MkdirAll(a.stateDir, 0o750)
+	open := atomicfile.OpenDir
+	if create {
+		open = func(p string) (*atomicfile.Dir, error) { return atomicfile.MkdirAll(p, 0o750) }
+	}
+	sd, err := open(a.stateDir)
 	if err != nil {
 		return fmt.Errorf("authority: the state directory: %w", err)
 	}
 	defer sd.Close()
-	if err := a.adoptOnce(ctx, ad, sd); err != nil {
-		return err
-	}
-	if err := fn(a.dir); err != nil {
-		return err
-	}
-	return a.mirror(ctx, ad, sd)
+	return fn(ad, sd)
 }
 
 // Mirror makes the state directory a copy of the authority again (as
@@ -130,22 +142,7 @@ func (a *Local) Mirror(ctx context.Context) error {
 	if err != nil || !exists {
 		return err
 	}
-	ad, err := a.open()
-	if err != nil {
-		return err
-	}
-	defer ad.Close()
-	unlock, err := ad.Lock(ctx, lockName)
-	if err != nil {
-		return fmt.Errorf("authority: %w", err)
-	}
-	defer unlock()
-	sd, err := atomicfile.OpenDir(a.stateDir)
-	if err != nil {
-		return fmt.Errorf("authority: the state directory: %w", err)
-	}
-	defer sd.Close()
-	return a.mirror(ctx, ad, sd)
+	return a.locked(ctx, false, func(ad, sd *atomicfile.Dir) error { return a.mirror(ctx, ad, sd) })
 }
 
 func requireRoot() error {

@@ -17,20 +17,9 @@ import (
 // helper. The helper sees the daemon's uid from the kernel and journals
 // in its own root-only directory.
 func TestHelperEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("PMCP_REQUIRE_E2E") == "1" {
-			t.Fatal("needs root: the helper is root's")
-		}
-		t.Skip("needs root: the helper is root's")
-	}
-	work := t.TempDir()
 	// The state's owner walks to its files from / (as /var/lib lets the
 	// daemon's user), opening each directory.
-	for _, p := range []string{work, filepath.Dir(work)} {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	work := rootWork(t, "the helper is root's", 0o755)
 	// The configuration's directory is refused to the helper (it holds
 	// the tokens): its own, beside the host files.
 	if err := os.Mkdir(filepath.Join(work, "etc"), 0o755); err != nil {

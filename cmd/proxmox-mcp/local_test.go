@@ -31,20 +31,9 @@ const (
 // SQLite's -wal and -shm files it created. Ownership that does not say
 // whose the state is is refused with the path and the rule.
 func TestLocalGivesUpRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("PMCP_REQUIRE_E2E") == "1" {
-			t.Fatal("needs root: it models root running the CLI on the service user's state directory")
-		}
-		t.Skip("needs root: it models root running the CLI on the service user's state directory")
-	}
-	work := t.TempDir()
 	// The state's owner must reach its files: let it traverse the test's
 	// directories, as /var/lib lets the daemon's user.
-	for _, p := range []string{work, filepath.Dir(work)} {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
+	work := rootWork(t, "it models root running the CLI on the service user's state directory", 0o711)
 	cfgPath := filepath.Join(work, "cfg.hujson")
 	if _, err := simulatorConfig(work, cfgPath, t.Cleanup); err != nil {
 		t.Fatal(err)
@@ -407,4 +396,24 @@ func chownAll(t *testing.T, dir string, uid, gid int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rootWork is a test directory for a test that runs as root (skipped
+// otherwise, failed under PMCP_REQUIRE_E2E), it and its parent given mode
+// so that the state directory's owner reaches what is below.
+func rootWork(t *testing.T, why string, mode os.FileMode) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("PMCP_REQUIRE_E2E") == "1" {
+			t.Fatal("needs root: " + why)
+		}
+		t.Skip("needs root: " + why)
+	}
+	work := t.TempDir()
+	for _, p := range []string{work, filepath.Dir(work)} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return work
 }
