@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
@@ -66,10 +65,7 @@ func (n *Node) Enable(ctx context.Context) (EnableReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	localPol, err := policy.CheckTree(local.policies)
-	if err != nil {
-		return rep, fmt.Errorf("cluster: this node's policies fail their checks: %w", err)
-	}
+	localPol := local.policies
 	err = n.change(ctx, func(c *cache, snap *snapshot, stage string) error {
 		shared, err := snap.st.records()
 		if err != nil {
@@ -152,79 +148,30 @@ func policyIDs(files map[string][]byte) []string {
 }
 
 // localFiles are a state directory's keys and policies as the local
-// stores keep them.
+// stores keep them, checked.
 type localFiles struct {
 	keys     []keys.Record
 	policies map[string][]byte
 }
 
-// readLocal reads a state directory's keys.json and policies/, through
-// atomicfile (never following a link the service user planted), skipping
-// the stores' lock files and writers' temporary files.
+// readLocal reads a state directory's keys.json and policies/ as the
+// authority reads them (authority.ReadTree: through atomicfile, never
+// following a link the service user planted, every file checked).
 func readLocal(stateDir string) (localFiles, error) {
-	out := localFiles{policies: map[string][]byte{}}
 	sd, err := atomicfile.OpenDir(stateDir)
 	if err != nil {
-		return out, fmt.Errorf("cluster: the state directory: %w", err)
+		return localFiles{}, fmt.Errorf("cluster: the state directory: %w", err)
 	}
 	defer sd.Close()
-	data, err := sd.ReadFile(keys.FileName)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return out, fmt.Errorf("cluster: %w", err)
-	default:
-		if out.keys, err = keys.DecodeFile(data); err != nil {
-			return out, fmt.Errorf("cluster: this node's %s: %w", keys.FileName, err)
-		}
-	}
-	pd, err := sd.OpenDir(policiesDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
+	t, err := authority.ReadTree(sd)
 	if err != nil {
-		return out, fmt.Errorf("cluster: %w", err)
+		return localFiles{}, fmt.Errorf("cluster: this node's keys and policies: %w", err)
 	}
-	defer pd.Close()
-	if err := readTree(pd, "", out.policies); err != nil {
-		return out, fmt.Errorf("cluster: this node's policies: %w", err)
+	out := localFiles{policies: t.Policies}
+	if t.Keys != nil {
+		out.keys, _ = keys.DecodeFile(t.Keys) // checked by ReadTree
 	}
 	return out, nil
-}
-
-func readTree(d *atomicfile.Dir, prefix string, out map[string][]byte) error {
-	names, err := d.ReadDirNames()
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		rel := path.Join(prefix, name)
-		if rel == policiesLock || name[0] == '.' {
-			continue
-		}
-		fi, err := d.Lstat(name)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			sub, err := d.OpenDir(name)
-			if err != nil {
-				return err
-			}
-			err = readTree(sub, rel, out)
-			sub.Close()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		data, err := d.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		out[rel] = data
-	}
-	return nil
 }
 
 // Disable ends cluster mode on this node: a last refresh makes its state

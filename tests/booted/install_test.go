@@ -163,9 +163,15 @@ func (c *Container) show(t testing.TB, unit string, props ...string) map[string]
 // listener inside the container (through its network namespace).
 func mcpClient(t *testing.T, c *Container, url, key string) (*client.Client, context.Context) {
 	t.Helper()
+	return mcpSession(t, url, key, &http.Client{Transport: &http.Transport{DialContext: c.Net.DialContext}}, "booted")
+}
+
+// mcpSession is an initialized MCP session to url with a bearer key over
+// hc, closed when the test ends.
+func mcpSession(t *testing.T, url, key string, hc *http.Client, name string) (*client.Client, context.Context) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	hc := &http.Client{Transport: &http.Transport{DialContext: c.Net.DialContext}}
 	mc, err := client.NewStreamableHttpClient(url,
 		mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
 		mcptransport.WithHTTPBasicClient(hc))
@@ -177,9 +183,9 @@ func mcpClient(t *testing.T, c *Container, url, key string) (*client.Client, con
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "booted", Version: "1"}
+	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
 	if _, err := mc.Initialize(ctx, init); err != nil {
-		t.Fatalf("initialize %s: %v", url, err)
+		t.Fatalf("initialize %s (%s): %v", url, name, err)
 	}
 	t.Cleanup(func() { mc.Close() })
 	return mc, ctx

@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // What install --mode lan makes, as docs/lan.md names it.
@@ -166,29 +164,11 @@ func (l lanTLS) waitServed(t *testing.T, what string, within time.Duration, ok f
 // session is an MCP session over LAN TLS to url.
 func (l lanTLS) session(t *testing.T, url, key string) (*client.Client, context.Context) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
 	host := strings.TrimPrefix(url, "https://")
 	host, _, _ = strings.Cut(host, "/")
 	name, _, _ := net.SplitHostPort(host)
 	hc := &http.Client{Transport: &http.Transport{DialContext: l.dial, TLSClientConfig: l.config(name), ForceAttemptHTTP2: true}}
-	mc, err := client.NewStreamableHttpClient(url,
-		mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
-		mcptransport.WithHTTPBasicClient(hc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "booted-lan", Version: "1"}
-	if _, err := mc.Initialize(ctx, init); err != nil {
-		t.Fatalf("initialize %s over LAN TLS: %v", url, err)
-	}
-	t.Cleanup(func() { mc.Close() })
-	return mc, ctx
+	return mcpSession(t, url, key, hc, "booted-lan over LAN TLS")
 }
 
 // trustCA takes the CA from the host as docs/lan.md says: copy ca.pem,
