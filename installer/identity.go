@@ -26,9 +26,13 @@ type TierRole struct {
 //   - operator: PVEAuditor for the same reads, plus PMCPOperator:
 //     VM.PowerMgmt (start, stop, reboot, suspend), VM.Snapshot and
 //     VM.Snapshot.Rollback, VM.Backup and Datastore.AllocateSpace (vzdump
-//     writes the backup to a storage). PVE's PVEVMUser would add consoles,
-//     CD-ROM and cloud-init changes and guest-agent file access the
-//     profile refuses, and lacks snapshots, which it allows.
+//     writes the backup to a storage), and VM.GuestAgent.Unrestricted, which
+//     PVE 9 asks of the guest agent's exec and exec-status
+//     (proxmox_guest_exec, which the profile allows with confirmation; the
+//     profile refuses the agent's other calls through the API). PVE's
+//     PVEVMUser would add consoles, CD-ROM and cloud-init changes and
+//     guest-agent file access the profile refuses, and lacks snapshots,
+//     which it allows.
 //   - admin: Administrator. The admin profile allows every API call (node
 //     power, network, packages, certificates, permissions), so a narrower
 //     role such as PVEAdmin (no Sys.Modify, Sys.PowerMgmt or
@@ -48,7 +52,7 @@ func TierRoles() []TierRole {
 
 // OperatorPrivileges are the privileges of the PMCPOperator role.
 func OperatorPrivileges() []string {
-	return []string{"Datastore.AllocateSpace", "VM.Backup", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback"}
+	return []string{"Datastore.AllocateSpace", "VM.Backup", "VM.GuestAgent.Unrestricted", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback"}
 }
 
 // userRole is the PVE user's own role on /: the ceiling of its tokens,

@@ -67,10 +67,10 @@ func defaultState(now time.Time, rng *rand.Rand) *state {
 	mcp := &user{id: "mcp@pve", enabled: true, tokens: map[string]*apiToken{}}
 	st.users["mcp@pve"] = mcp
 	st.grant("/", "mcp@pve", "Administrator", true) //nolint:errcheck // built-in role
-	// The operator tier's role: guest power, backups and snapshots; its
-	// reads come from PVEAuditor beside it (the installer creates the same
-	// role and grants the same pair: installer.TierRoles).
-	st.roleDefs["PMCPOperator"] = privSet("Datastore.AllocateSpace", "VM.Backup", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback")
+	// The operator tier's role: guest power, backups, snapshots and guest
+	// agent exec; its reads come from PVEAuditor beside it (the installer
+	// creates the same role and grants the same pair: installer.TierRoles).
+	st.roleDefs["PMCPOperator"] = privSet("Datastore.AllocateSpace", "VM.Backup", "VM.GuestAgent.Unrestricted", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback")
 	for _, tier := range []struct{ name, roles string }{
 		{"read-only", "PVEAuditor"},
 		{"operator", "PVEAuditor,PMCPOperator"},

@@ -1608,6 +1608,81 @@ const apiSchema = [
     },
     "children":[
     {
+     "path":"/nodes/{node}/qemu/{vmid}/agent",
+     "text":"agent",
+     "leaf":0,
+     "info":{
+      "GET":{
+       "allowtoken":1,
+       "description":"List the guest agent commands of a virtual machine.",
+       "method":"GET",
+       "name":"index",
+       "parameters":{"additionalProperties":1,"properties":{
+         "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+         "vmid":{"description":"Numeric ID of the guest.","format":"pve-vmid","maximum":999999999,"minimum":100,"type":"integer"}
+       }},
+       "permissions":{"user":"all"},
+       "proxyto":"node",
+       "returns":{"description":"One entry per guest agent command.","items":{"properties":{},"type":"object"},"links":[{"href":"{name}","rel":"child"}],"type":"array"}
+      }
+     },
+     "children":[
+     {
+      "path":"/nodes/{node}/qemu/{vmid}/agent/exec",
+      "text":"exec",
+      "leaf":1,
+      "info":{
+       "POST":{
+        "allowtoken":1,
+        "description":"Start a command in a running virtual machine through its guest agent and answer its process ID.",
+        "method":"POST",
+        "name":"exec",
+        "parameters":{"additionalProperties":0,"properties":{
+          "command":{"description":"The program to run and its arguments, one item each.","items":{"description":"The program or one of its arguments.","type":"string"},"type":"array"},
+          "input-data":{"description":"Text the command reads on its standard input.","maxLength":65536,"optional":1,"type":"string"},
+          "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+          "vmid":{"description":"Numeric ID of the guest.","format":"pve-vmid","maximum":999999999,"minimum":100,"type":"integer"}
+        }},
+        "permissions":{"check":["perm","/vms/{vmid}",["VM.GuestAgent.Unrestricted"]]},
+        "protected":1,
+        "proxyto":"node",
+        "returns":{"properties":{"pid":{"description":"Process ID of the command inside the guest.","type":"integer"}},"type":"object"}
+       }
+      }
+     },
+     {
+      "path":"/nodes/{node}/qemu/{vmid}/agent/exec-status",
+      "text":"exec-status",
+      "leaf":1,
+      "info":{
+       "GET":{
+        "allowtoken":1,
+        "description":"Show whether a command started through the guest agent has ended, with its exit code and output once it has.",
+        "method":"GET",
+        "name":"exec-status",
+        "parameters":{"additionalProperties":0,"properties":{
+          "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+          "pid":{"description":"Process ID that the exec call answered.","type":"integer"},
+          "vmid":{"description":"Numeric ID of the guest.","format":"pve-vmid","maximum":999999999,"minimum":100,"type":"integer"}
+        }},
+        "permissions":{"check":["perm","/vms/{vmid}",["VM.GuestAgent.Unrestricted"]]},
+        "protected":1,
+        "proxyto":"node",
+        "returns":{"properties":{
+          "err-data":{"description":"Standard error of the command, once it has ended.","optional":1,"type":"string"},
+          "err-truncated":{"description":"Set when the agent kept only the start of standard error.","optional":1,"type":"boolean"},
+          "exitcode":{"description":"Exit code of a command that ended on its own.","optional":1,"type":"integer"},
+          "exited":{"description":"Whether the command has ended.","type":"boolean"},
+          "out-data":{"description":"Standard output of the command, once it has ended.","optional":1,"type":"string"},
+          "out-truncated":{"description":"Set when the agent kept only the start of standard output.","optional":1,"type":"boolean"},
+          "signal":{"description":"Signal that ended the command, when one did.","optional":1,"type":"integer"}
+         },"type":"object"}
+       }
+      }
+     }
+     ]
+    },
+    {
      "path":"/nodes/{node}/qemu/{vmid}/clone",
      "text":"clone",
      "leaf":1,

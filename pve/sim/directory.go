@@ -16,6 +16,7 @@ func (s *Sim) routes() map[string]handler {
 	s.clusterRoutes(add)
 	s.taskRoutes(add)
 	s.guestRoutes(add)
+	s.agentRoutes(add)
 	s.storageRoutes(add)
 	s.diskRoutes(add)
 	return h

@@ -16,4 +16,13 @@
 // Faults can be injected for tests: latency, 5xx, a proxy's HTML page,
 // invalid JSON, a hang, a connection dropped after a write was applied,
 // failing, warning or slow tasks.
+//
+// A VM's QEMU guest agent runs commands (agent/exec, agent/exec-status,
+// agent.go) in the simulator's own guest, not a real one: a small,
+// deterministic set of programs, named bare or under /bin, /usr/bin, /sbin
+// or /usr/sbin — echo [-n], cat (stdin from input-data, /etc/hostname,
+// /etc/os-release; other files are missing), hostname, uname [-a -s -n -r
+// -v -m -o], true, false, sleep N (it exits N seconds later on the
+// simulator's clock) and seq [FIRST] LAST. Any other program fails to
+// start, and the exec call answers qemu-ga's spawn error, as PVE does.
 package sim

@@ -297,6 +297,13 @@ func TestTierTokensOnEveryServedEndpoint(t *testing.T) {
 		{method: "GET", path: "/nodes/pve1/qemu/100/config", ro: "ok", op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/qemu/100/pending", ro: "ok", op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/qemu/100/status/current", ro: "ok", op: "ok", ad: "ok"},
+		// PVE::API2::Qemu::Agent exec and exec-status: the schema's
+		// VM.GuestAgent.Unrestricted, which PMCPOperator holds.
+		{method: "POST", path: "/nodes/pve1/qemu/100/agent/exec", args: v("command", "true"),
+			ro: denied("/vms/100, VM.GuestAgent.Unrestricted"), op: "ok", ad: "ok"},
+		{method: "GET", path: "/nodes/pve1/qemu/100/agent/exec-status", args: v("pid", "1201"),
+			setup: func(e *permEnv) { e.root("POST", "/nodes/pve1/qemu/100/agent/exec", v("command", "true")) },
+			ro:    denied("/vms/100, VM.GuestAgent.Unrestricted"), op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/qemu/100/snapshot", ro: "ok", op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/qemu/100/snapshot/before-upgrade/config", ro: "ok", op: "ok", ad: "ok"},
 		{method: "PUT", path: "/nodes/pve1/qemu/101/config", args: v("memory", "4096"),

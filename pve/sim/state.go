@@ -164,6 +164,7 @@ type guest struct {
 	snapshots []*snapshot
 	parent    string // the snapshot the current state derives from
 	pool      string
+	agent     guestAgent // a VM's guest agent: the commands it runs (agent.go)
 }
 
 type snapshot struct {
