@@ -234,8 +234,8 @@ func hostOf(cfg *config.Config) tools.HostOptions {
 		roots = append(roots, host.Root{Path: r.Path, Write: r.Write, CrossMounts: r.CrossMounts})
 	}
 	return tools.HostOptions{
-		Helper: func(ctx context.Context, req host.Request) (host.Response, error) {
-			return host.Call(ctx, socket, req)
+		Helper: func(ctx context.Context, req host.Request, progress func(host.ExecProgress)) (host.Response, error) {
+			return host.Call(ctx, socket, req, progress)
 		},
 		Roots: roots, Protected: cfg.Protected.Paths,
 	}

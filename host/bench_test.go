@@ -24,7 +24,7 @@ func benchSocket(b *testing.B, h *helperBed) string {
 }
 
 func benchCall(b *testing.B, sock string, req Request, wantOK bool) {
-	resp, err := Call(context.Background(), sock, req)
+	resp, err := Call(context.Background(), sock, req, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func BenchmarkHelperPagedRead(b *testing.B) {
 	for b.Loop() {
 		for off := 0; off < size; {
 			args, _ := json.Marshal(map[string]any{"path": p, "offset": off, "length": MaxReadLength})
-			resp, err := Call(context.Background(), sock, Request{ID: "bench", Key: h.admin, Op: "file.read", Args: args})
+			resp, err := Call(context.Background(), sock, Request{ID: "bench", Key: h.admin, Op: "file.read", Args: args}, nil)
 			if err != nil || !resp.OK {
 				b.Fatalf("%v %+v", err, resp.Error)
 			}

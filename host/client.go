@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// Call sends one request to the helper at socket and reads its answer. It
+// Call sends one request to the helper at socket and reads its answer,
+// handing each progress frame before it to progress (when not nil). It
 // is the daemon's (and the host CLI's) side of the wire; nothing is
 // retried, since an operation may have been done before an answer was
-// lost.
-func Call(ctx context.Context, socket string, req Request) (Response, error) {
+// lost. Closing the connection (ctx ending) stops a running command.
+func Call(ctx context.Context, socket string, req Request, progress func(ExecProgress)) (Response, error) {
 	if req.V == 0 {
 		req.V = WireVersion
 	}
@@ -29,13 +30,22 @@ func Call(ctx context.Context, socket string, req Request) (Response, error) {
 	if err := WriteFrame(c, req); err != nil {
 		return Response{}, err
 	}
-	body, err := ReadFrame(c, MaxFrame)
-	if err != nil {
-		return Response{}, fmt.Errorf("host: the helper's answer to %s (it may have been done): %w", req.ID, err)
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	for {
+		body, err := ReadFrame(c, MaxFrame)
+		if err != nil {
+			return Response{}, fmt.Errorf("host: the helper's answer to %s (it may have been done): %w", req.ID, err)
+		}
+		var resp Response
+		if err := DecodeStrict(body, &resp); err != nil {
+			return Response{}, fmt.Errorf("host: the helper's answer to %s: %w", req.ID, err)
+		}
+		if resp.Progress == nil {
+			return resp, nil
+		}
+		if progress != nil {
+			progress(*resp.Progress)
+		}
 	}
-	var resp Response
-	if err := DecodeStrict(body, &resp); err != nil {
-		return Response{}, fmt.Errorf("host: the helper's answer to %s: %w", req.ID, err)
-	}
-	return resp, nil
 }

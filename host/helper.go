@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
@@ -98,8 +100,15 @@ func OpenHelper(ctx context.Context, o HelperOptions) (*Server, func() error, er
 	if refuse == "" && cfg.Changes.PreviewWrites {
 		refuse = "the preview_writes switch is on, and host writes have no preview yet"
 	}
+	devices := slices.Clone(cfg.Protected.Devices)
+	for _, v := range cfg.Protected.Volumes {
+		if !strings.Contains(v, ":") { // vg/lv; a storage volume ID is the API's
+			devices = append(devices, v)
+		}
+	}
 	srv, err := NewServer(ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: j, Services: &Services{},
-		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, RefuseWrites: refuse, Logger: o.Logger})
+		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, ProtectedDevices: devices,
+		Socket: cfg.Host.HelperSocket(), RefuseWrites: refuse, Logger: o.Logger})
 	if err != nil {
 		j.Close()
 		tree.Close()

@@ -21,6 +21,9 @@ type PathError struct {
 }
 
 func (e *PathError) Error() string {
+	if e.Path == "" {
+		return e.Field + ": " + e.Rule
+	}
 	return fmt.Sprintf("%s %q: %s", e.Field, e.Path, e.Rule)
 }
 

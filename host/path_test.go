@@ -50,7 +50,7 @@ func TestCleanPath(t *testing.T) {
 
 func TestCleanName(t *testing.T) {
 	for _, bad := range []string{"", ".", "..", "a/b", "a\x00", strings.Repeat("x", 256)} {
-		if _, err := CleanName("after", bad); err == nil || !strings.HasPrefix(err.Error(), "after ") {
+		if _, err := CleanName("after", bad); err == nil || !strings.HasPrefix(err.Error(), "after") {
 			t.Errorf("CleanName(%q) = %v; want an error naming the field after", bad, err)
 		}
 	}

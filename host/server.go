@@ -39,9 +39,15 @@ type ServerOptions struct {
 	// Protected are the protected repository's paths: a write at or
 	// beneath one is a guard hit (break-glass).
 	Protected []string
-	// Services reaches systemd for the service operations; nil refuses
-	// them.
+	// Services reaches systemd for the service operations and commands;
+	// nil refuses them.
 	Services *Services
+	// ProtectedDevices are the protected repository's block devices and
+	// LVs (vg/lv): with every device beneath them, inaccessible to
+	// commands.
+	ProtectedDevices []string
+	// Socket is the helper's own socket, inaccessible to commands.
+	Socket string
 	// RefuseWrites, when set, refuses every write with this reason: the
 	// configuration's switches (read_only, allow_mutations off,
 	// preview_writes), which the helper applies itself.
@@ -144,7 +150,25 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	if err != nil {
 		resp = s.refuse(ctx, peer, Request{}, &WireError{Code: "bad_request", Message: err.Error()})
 	} else {
-		resp = s.Handle(ctx, peer, body)
+		// The caller sends nothing after its request: a read that ends
+		// means it hung up, which stops a running command.
+		gone, hungUp := context.WithCancelCause(ctx)
+		defer hungUp(nil)
+		c.SetReadDeadline(time.Time{}) //nolint:errcheck // as above
+		go func() {
+			var b [1]byte
+			c.Read(b[:]) //nolint:errcheck // any end of the read is a hang-up
+			hungUp(errors.New("the caller hung up"))
+		}()
+		var mu sync.Mutex
+		resp = s.HandleStream(ctx, peer, body, Stream{Gone: gone, Progress: func(p ExecProgress) {
+			mu.Lock()
+			defer mu.Unlock()
+			c.SetWriteDeadline(time.Now().Add(s.opts.ReadTimeout)) //nolint:errcheck // as above
+			WriteFrame(c, Response{ID: "progress", Progress: &p})  //nolint:errcheck // progress is best effort
+		}})
+		mu.Lock()
+		defer mu.Unlock()
 	}
 	c.SetWriteDeadline(time.Now().Add(s.opts.ReadTimeout)) //nolint:errcheck // as above
 	if err := WriteFrame(c, resp); err != nil {
@@ -158,6 +182,18 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 // an allowed root, not refused), the caller's policy on the operation as
 // canonicalized, then the operation; every answer is journaled.
 func (s *Server) Handle(ctx context.Context, peer Peer, body []byte) Response {
+	return s.HandleStream(ctx, peer, body, Stream{})
+}
+
+// Stream is what a long operation (a command) has of its connection: a
+// context that ends when the caller hangs up, and where its progress goes.
+type Stream struct {
+	Gone     context.Context
+	Progress func(ExecProgress)
+}
+
+// HandleStream is Handle for a connection that takes progress frames.
+func (s *Server) HandleStream(ctx context.Context, peer Peer, body []byte, st Stream) Response {
 	if !slices.Contains(s.opts.PeerUIDs, peer.UID) {
 		return s.refuse(ctx, peer, Request{}, &WireError{Code: "refused",
 			Message: fmt.Sprintf("uid %d may not use the helper (only the daemon's user and root)", peer.UID)})
@@ -174,6 +210,9 @@ func (s *Server) Handle(ctx context.Context, peer Peer, body []byte) Response {
 	op, err := parseOp(req.Op, req.Args)
 	if err != nil {
 		return s.answer(ctx, peer, req, pr, nil, policy.Decision{}, asWire(err))
+	}
+	if e, ok := op.(*execOp); ok {
+		e.stream = st
 	}
 	if op.writes() && s.opts.RefuseWrites != "" {
 		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, &WireError{Code: "refused", Message: s.opts.RefuseWrites})
@@ -203,6 +242,7 @@ var Ops = map[string]string{
 	"file.write":      "proxmox_host_file_write",
 	"service.status":  "proxmox_host_service",
 	"service.control": "proxmox_host_service",
+	"command.exec":    "proxmox_host_exec",
 }
 
 // Risk is an operation's risk class: reads, a file write, and of the
@@ -217,6 +257,9 @@ func Risk(h policy.HostOp) schema.Risk {
 			return schema.RiskDestructive
 		}
 		return schema.RiskWrite
+	case "command.exec", "guest.exec":
+		// A command may do anything its sandbox lets it.
+		return schema.RiskDestructive
 	}
 	return schema.RiskRead
 }
@@ -240,6 +283,16 @@ func PolicyInput(p policy.Principal, h policy.HostOp, protected []string) *polic
 		for _, pp := range protected {
 			if beneath(h.Path, pp) || beneath(pp, h.Path) {
 				g.Hits = append(g.Hits, policy.GuardHit{Kind: "path", Value: pp, Param: "path"})
+			}
+		}
+	}
+	if h.Command != nil {
+		t.Paths = h.Command.Writable
+		for i, w := range h.Command.Writable {
+			for _, pp := range protected {
+				if beneath(w, pp) || beneath(pp, w) {
+					g.Hits = append(g.Hits, policy.GuardHit{Kind: "path", Value: pp, Param: fmt.Sprintf("writable[%d]", i)})
+				}
 			}
 		}
 	}
@@ -408,6 +461,8 @@ func parseOp(op string, args json.RawMessage) (hostOp, error) {
 		v = &serviceStatusOp{}
 	case "service.control":
 		v = &serviceControlOp{}
+	case "command.exec":
+		v = &execOp{}
 	default:
 		return nil, &WireError{Code: "bad_request", Field: "op", Message: fmt.Sprintf("op %q: the helper knows %s", op, strings.Join(slices.Sorted(maps.Keys(Ops)), ", "))}
 	}

@@ -154,7 +154,7 @@ func TestHelperRefusesALyingDaemon(t *testing.T) {
 		{"the policy says no", daemon, request(t, h.readOnly, "file.read", read), "denied", "only read files under /var/log"},
 		{"a write to the repository by admin", daemon, request(t, h.admin, "file.write", map[string]any{"path": h.protected + "/m.bin", "content": "x", "sha256": sum([]byte("x"))}), "denied", "cannot request break-glass"},
 		{"a write to the repository by root", daemon, request(t, h.rootKey, "file.write", map[string]any{"path": h.protected + "/m.bin", "content": "x", "sha256": sum([]byte("x"))}), "denied", "break-glass yet"},
-		{"an unknown op", daemon, request(t, h.rootKey, "file.chmod", read), "bad_request", "knows file.list, file.read, file.stat, file.write, service.control"},
+		{"an unknown op", daemon, request(t, h.rootKey, "file.chmod", read), "bad_request", "knows command.exec, file.list, file.read, file.stat, file.write, service.control"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, err := h.j.Tail(ctx, 1000)
@@ -186,7 +186,7 @@ func TestHelperServesASocket(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.srv.Serve(context.Background(), l, 500*time.Millisecond) }()
 	a, _ := json.Marshal(map[string]any{"path": h.root})
-	resp, err := Call(context.Background(), sock, Request{ID: "list-1", Key: h.admin, Op: "file.list", Args: a})
+	resp, err := Call(context.Background(), sock, Request{ID: "list-1", Key: h.admin, Op: "file.list", Args: a}, nil)
 	must(t, err)
 	if !resp.OK || resp.ID != "list-1" {
 		t.Fatalf("list over the socket: %+v", resp)
@@ -234,7 +234,7 @@ func TestHelperStopsWhenAsked(t *testing.T) {
 	go func() { done <- h.srv.Serve(ctx, l, time.Hour) }()
 	// One request answered: Serve is back waiting for the next.
 	a, _ := json.Marshal(map[string]any{"path": h.root})
-	if resp, err := Call(context.Background(), l.Addr().String(), Request{ID: "one", Key: h.admin, Op: "file.stat", Args: a}); err != nil || !resp.OK {
+	if resp, err := Call(context.Background(), l.Addr().String(), Request{ID: "one", Key: h.admin, Op: "file.stat", Args: a}, nil); err != nil || !resp.OK {
 		t.Fatalf("a request before the stop: %v %+v", err, resp.Error)
 	}
 	cancel()

@@ -26,7 +26,7 @@ func TestCleanUnitName(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.rule) || !strings.HasPrefix(err.Error(), "unit ") {
+		if err == nil || !strings.Contains(err.Error(), tc.rule) || !strings.HasPrefix(err.Error(), "unit") {
 			t.Errorf("CleanUnitName(%q) = %q, %v; want an error of field unit saying %q", tc.in, got, err, tc.rule)
 		}
 	}

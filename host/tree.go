@@ -173,6 +173,7 @@ const (
 	accessStat  access = iota // O_PATH|O_NOFOLLOW: a link itself may be named
 	accessRead                // a regular file's content, or a directory's entries
 	accessWrite               // the parent directory of a file to write
+	accessDir                 // a directory (a command's working directory)
 )
 
 // opened is a path opened beneath its root.
@@ -212,7 +213,7 @@ func (t *Tree) open(field, p string, a access) (*opened, error) {
 		how.Flags |= unix.O_PATH | unix.O_NOFOLLOW
 	case accessRead:
 		how.Flags |= unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
-	case accessWrite:
+	case accessWrite, accessDir:
 		how.Flags |= unix.O_RDONLY | unix.O_DIRECTORY
 	}
 	fd, err := openat2(int(root.f.Fd()), relative(p, root.Path), &how)
@@ -293,7 +294,7 @@ func (t *Tree) check(field string, o *opened, a access) error {
 		if typ != unix.S_IFREG && typ != unix.S_IFDIR {
 			return &PathError{Field: field, Path: o.path, Rule: fmt.Sprintf("is a %s; only regular files and directories are read", typeName(o.st.Mode))}
 		}
-	case accessWrite:
+	case accessWrite, accessDir:
 		if typ != unix.S_IFDIR {
 			return &PathError{Field: field, Path: o.path, Rule: "is not a directory"}
 		}

@@ -44,12 +44,15 @@ type Request struct {
 	Args json.RawMessage `json:"args"`
 }
 
-// Response is the helper's answer.
+// Response is the helper's answer. A command's answer may be preceded by
+// progress frames: responses with Progress set and nothing else, while it
+// runs.
 type Response struct {
-	ID     string          `json:"id"`
-	OK     bool            `json:"ok"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *WireError      `json:"error,omitempty"`
+	ID       string          `json:"id"`
+	OK       bool            `json:"ok"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    *WireError      `json:"error,omitempty"`
+	Progress *ExecProgress   `json:"progress,omitempty"`
 }
 
 // WireError is a refusal or a failure, in words a person reads.

@@ -89,7 +89,25 @@ func (c *Compiled) eval(ctx context.Context, q *rego.PreparedEvalQuery, rule str
 		return denyf(c.Name, c.Digest, "policy %s gave an invalid decision: %v", c.Name, err)
 	}
 	d.Policy, d.Digest = c.Name, c.Digest
-	return applyGuard(applyHostReach(d, in), in)
+	return applyGuard(applyHostReach(applyRunsOthers(d, in), in), in)
+}
+
+// applyRunsOthers enforces, over any policy, that a command which runs
+// other programs or code (a shell, an interpreter, a launcher such as
+// env, xargs, nsenter or systemd-run; in.Host.Command.Class) runs only
+// when the policy names it: a decision that lets it run must name the
+// executable's canonical path in one of its reasons, else it is denied.
+// A policy that allows every command therefore still allows no shell.
+func applyRunsOthers(d Decision, in *Input) Decision {
+	if in.Host == nil || in.Host.Command == nil || in.Host.Command.Class == "" || d.Effect == Deny {
+		return d
+	}
+	c := in.Host.Command
+	if slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.Contains(r, c.Path) }) {
+		return d
+	}
+	return denyf(d.Policy, d.Digest, "%s is a %s: it runs other programs, so it runs only when a policy names it (a reason of the decision that allows it holding %s), and policy %s did not",
+		c.Path, c.Class, c.Path, d.Policy)
 }
 
 // applyHostReach enforces, over any policy, that a call which reaches the

@@ -93,3 +93,69 @@ func TestProfilesDecideHostOperations(t *testing.T) {
 		}
 	}
 }
+
+// A command that runs other programs (a shell, an interpreter, a
+// launcher) runs only where the allowing decision names its path: a
+// policy that allows every command allows no shell, and the root profile
+// none either.
+func TestCommandsThatRunOthersMustBeNamed(t *testing.T) {
+	ctx := context.Background()
+	everything := []byte(`package proxmox_mcp.policy
+
+import rego.v1
+
+default decision := {"effect": "deny", "reasons": ["no"], "obligations": []}
+
+default host_decision := {"effect": "allow", "reasons": ["any command"], "obligations": []}
+
+host_decision := {"effect": "allow", "reasons": ["alice may run /usr/bin/bash"], "obligations": []} if {
+	input.host.command.path == "/usr/bin/bash"
+	input.principal.name == "alice"
+}
+`)
+	c, err := CompileCustom(ctx, "everything@1", everything)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := func(name, path, class string) *Input {
+		in := hostInput("command.exec", "", schema.RiskDestructive)
+		in.Principal.Name = name
+		in.Host = &HostOp{Op: "command.exec", Command: &Command{Path: path, Argv: []string{path}, Cwd: "/", Class: class, TimeoutSec: 60}}
+		return in
+	}
+	for _, tc := range []struct {
+		name, who, path, class string
+		want                   Effect
+	}{
+		{"a plain program", "bob", "/usr/bin/df", "", Allow},
+		{"a shell the policy names for alice", "alice", "/usr/bin/bash", "shell", Allow},
+		{"the same shell for bob", "bob", "/usr/bin/bash", "shell", Deny},
+		{"a shell the policy never named", "alice", "/usr/bin/dash", "shell", Deny},
+		{"an interpreter", "alice", "/usr/bin/python3.13", "interpreter", Deny},
+		{"a launcher", "alice", "/usr/bin/env", "launcher", Deny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := c.DecideHost(ctx, cmd(tc.who, tc.path, tc.class), 0)
+			if d.Effect != tc.want {
+				t.Fatalf("%+v; want %s", d, tc.want)
+			}
+			if tc.want == Deny && !strings.Contains(d.Reasons[0], "runs only when a policy names it") {
+				t.Errorf("reason %q does not say why", d.Reasons[0])
+			}
+		})
+	}
+	s, err := NewStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngine(ctx, s, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := eng.DecideHost(ctx, Binding{Profile: "root"}, cmd("alice", "/usr/bin/bash", "shell")); d.Effect != Deny {
+		t.Errorf("the root profile on a shell: %+v; want a deny", d)
+	}
+	if d := eng.DecideHost(ctx, Binding{Profile: "root"}, cmd("alice", "/usr/bin/df", "")); d.Effect != Allow {
+		t.Errorf("the root profile on df: %+v; want an allow", d)
+	}
+}

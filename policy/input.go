@@ -44,7 +44,7 @@ type Input struct {
 // policy's host_decision sees.
 type HostOp struct {
 	// Op is the operation: file.stat, file.list, file.read, file.write,
-	// service.status, service.control.
+	// service.status, service.control, command.exec, guest.exec.
 	Op string
 	// Path is the canonical path (package host), and Root the allowed
 	// root it lies beneath (file operations).
@@ -53,6 +53,40 @@ type HostOp struct {
 	// service.control does to it (start, stop, restart, reload, enable,
 	// disable).
 	Unit, Action string
+	// Command is what command.exec (on the host) or guest.exec (inside a
+	// guest) runs; nil for other operations.
+	Command *Command
+	// Guest is the guest guest.exec runs in.
+	Guest *GuestRef
+}
+
+// Command is a command as the helper resolved it (input.host.command).
+type Command struct {
+	// Path is the executable's canonical absolute path (symbolic links
+	// resolved, on the host; inside a guest, as given); Argv the whole
+	// argument vector, Argv[0] as the caller wrote it.
+	Path string
+	Argv []string
+	// Cwd is the canonical working directory ("/" when none was asked).
+	Cwd string
+	// Class says when the executable runs other programs or code:
+	// "shell", "interpreter", "launcher" (runs a program named in its
+	// arguments: env, xargs, find -exec, nsenter, systemd-run, ...), or
+	// "" for none of these. Such a command runs only when the allowing
+	// decision names Path in a reason.
+	Class string
+	// Writable are the canonical paths the command may write (everything
+	// else is read-only to it).
+	Writable []string
+	// TimeoutSec is how long it may run.
+	TimeoutSec int
+}
+
+// GuestRef is a guest: its VMID, type (qemu or lxc) and node.
+type GuestRef struct {
+	VMID int
+	Type string
+	Node string
 }
 
 // hostValue is input.host.
@@ -66,7 +100,32 @@ func (h *HostOp) value() ast.Value {
 		strItem("root", h.Root),
 		strItem("unit", h.Unit),
 		strItem("action", h.Action),
+		item("command", h.Command.value()),
+		item("guest", h.Guest.value()),
 	)
+}
+
+// value is input.host.command.
+func (c *Command) value() ast.Value {
+	if c == nil {
+		return ast.Null{}
+	}
+	return ast.NewObject(
+		strItem("path", c.Path),
+		item("argv", strArray(c.Argv)),
+		strItem("cwd", c.Cwd),
+		strItem("class", c.Class),
+		item("writable", strArray(c.Writable)),
+		intItem("timeout_sec", c.TimeoutSec),
+	)
+}
+
+// value is input.host.guest.
+func (g *GuestRef) value() ast.Value {
+	if g == nil {
+		return ast.Null{}
+	}
+	return ast.NewObject(intItem("vmid", g.VMID), strItem("type", g.Type), strItem("node", g.Node))
 }
 
 // Principal is who makes the call.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -24,14 +25,17 @@ const (
 	ToolHostWrite = "proxmox_host_file_write"
 	// ToolHostService is a unit's status or an action on it.
 	ToolHostService = "proxmox_host_service"
+	// ToolHostExec runs a command on the host, in a sandbox.
+	ToolHostExec = "proxmox_host_exec"
 )
 
 // hostOps maps the host tools to the helper's operations.
-var hostOps = map[string]string{ToolHostStat: "file.stat", ToolHostList: "file.list", ToolHostRead: "file.read", ToolHostWrite: "file.write", ToolHostService: "service.status"}
+var hostOps = map[string]string{ToolHostStat: "file.stat", ToolHostList: "file.list", ToolHostRead: "file.read", ToolHostWrite: "file.write", ToolHostService: "service.status", ToolHostExec: "command.exec"}
 
 // HostHelper sends one request to the root helper (host.Call bound to the
 // configured socket).
-type HostHelper func(ctx context.Context, req host.Request) (host.Response, error)
+// progress, when not nil, takes a running command's progress frames.
+type HostHelper func(ctx context.Context, req host.Request, progress func(host.ExecProgress)) (host.Response, error)
 
 // HostOptions are the daemon's side of host operations: how to reach the
 // helper, and the roots and protected paths the helper is configured
@@ -81,6 +85,20 @@ func (s *Server) hostTools() []server.ServerTool {
 				annotate("A host service", hints{destructive: true})),
 			Handler: s.handleHost,
 		},
+		{
+			Tool: mcp.NewTool(ToolHostExec, mcp.WithDescription("Run a command on the host: argv only, never through a shell (a shell, an interpreter or a program that runs others, such as env or find -exec, runs only where your policy names it). The program is found in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin or named by its absolute path. It runs in a transient systemd unit: the file system read-only except the writable paths you ask for and your policy allows, secrets inaccessible, no new privileges, reduced capabilities, private /tmp and process list, killed at its timeout. Answers exit_code (or signal), result, duration_ms, stdout and stderr (each capped at max_output, with bytes and truncated)."),
+				rawSchema(map[string]any{"type": "object", "properties": map[string]any{
+					"argv":           map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": 1, "maxItems": host.MaxArgs, "description": "The program and its arguments, such as [\"zpool\", \"status\"]."},
+					"cwd":            map[string]any{"type": "string", "description": "Working directory: a canonical path beneath an allowed root (default /)."},
+					"stdin":          map[string]any{"type": "string", "description": "Standard input (default none)."},
+					"stdin_encoding": map[string]any{"type": "string", "enum": []string{"utf-8", "base64"}, "description": "How stdin is given (default utf-8)."},
+					"timeout_sec":    map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxTimeout, "description": "Seconds before the command is killed (default 60)."},
+					"max_output":     map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxOutput, "description": "Bytes kept of each of stdout and stderr (default 65536)."},
+					"writable":       map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Paths the command may write, beneath allowed roots that allow writes (default none)."},
+				}, "required": []string{"argv"}, "additionalProperties": false}),
+				annotate("Run a host command", hints{destructive: true, openWorld: false})),
+			Handler: s.handleHost,
+		},
 		tool(ToolHostWrite, "Write a host file", "Replace or create a whole host file atomically (temporary file, fsync, rename); never through a link. Give the content's sha256; if_sha256 makes it conditional on the current content. Answers the new and the previous hash.",
 			map[string]any{
 				"content":   map[string]any{"type": "string", "description": "The whole new content."},
@@ -100,6 +118,22 @@ func (s *Server) hostTools() []server.ServerTool {
 // the policy's host_decision is asked about each root itself.
 func (s *Server) hostVisible(ctx context.Context, c Caller, name string) bool {
 	op := hostOps[name]
+	if name == ToolHostExec {
+		// Whoever may run one of the reviewed diagnostics, or some
+		// program of the system's, sees the tool; each command is
+		// decided on its own.
+		for _, argv := range host.VisibilityProbes {
+			exe, err := host.ResolveExecutable("argv[0]", argv[0], false)
+			if err != nil {
+				exe = "/usr/bin/" + argv[0]
+			}
+			in := host.PolicyInput(c.Principal, policy.HostOp{Op: op, Command: &policy.Command{Path: exe, Argv: argv, Cwd: "/", TimeoutSec: host.DefaultTimeout}}, nil)
+			if s.opts.Policy.DecideHost(ctx, c.Binding, in).Effect != policy.Deny {
+				return true
+			}
+		}
+		return false
+	}
 	if name == ToolHostService {
 		// Whoever may read some unit's status sees the tool; each action
 		// is decided on its own.
@@ -170,9 +204,18 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return nil, argError("arguments", err.Error())
 	}
 	hreq := host.Request{V: host.WireVersion, ID: "d" + fmt.Sprint(s.opts.Now().UnixNano()), Key: c.Key.Reveal(), Source: c.Principal.Source, Op: op, Args: args}
+	var progress func(host.ExecProgress)
+	if name == ToolHostExec {
+		// The call lasts as long as the command may, and a little more:
+		// the helper's answer comes once systemd has stopped it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(target.Command.TimeoutSec)*time.Second+30*time.Second)
+		defer cancel()
+		progress = s.execProgress(ctx, progressToken(req))
+	}
 	if in.Risk == schema.RiskRead {
 		start := s.opts.Now()
-		resp, err := s.opts.Host.Helper(ctx, hreq)
+		resp, err := s.opts.Host.Helper(ctx, hreq, nil)
 		res, out := hostResult(name, resp, err)
 		out.Duration = s.opts.Now().Sub(start)
 		if rerr := s.audit.Record(journalContext(ctx), call, out); rerr != nil {
@@ -185,7 +228,7 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return errorResult("the journal did not take this write's intent, so nothing was sent to the helper: " + err.Error()), nil
 	}
 	start := s.opts.Now()
-	resp, err := s.opts.Host.Helper(ctx, hreq)
+	resp, err := s.opts.Host.Helper(ctx, hreq, progress)
 	res, out := hostResult(name, resp, err)
 	out.Duration = s.opts.Now().Sub(start)
 	if err != nil {
@@ -201,6 +244,9 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 // canonical and beneath a configured root, or a unit name systemd would
 // take (the helper asks systemd which unit it is, and decides again).
 func (s *Server) hostTarget(name string, a map[string]any) (policy.HostOp, error) {
+	if name == ToolHostExec {
+		return s.execTarget(a)
+	}
 	if name == ToolHostService {
 		unit, err := optString(a, "unit")
 		if err != nil {
@@ -255,8 +301,11 @@ func (s *Server) hostRefused(ctx context.Context, call AuditCall, d policy.Decis
 func hostResult(name string, resp host.Response, err error) (*mcp.CallToolResult, AuditOutcome) {
 	if err != nil {
 		msg := "The root helper could not be reached or its answer was lost (" + err.Error() + ")."
-		if name == ToolHostWrite {
+		switch name {
+		case ToolHostWrite:
 			msg += " The write may have been done: read the file (its sha256) before writing again."
+		case ToolHostExec:
+			msg += " The command may have run, in part or whole: check its effect before running it again."
 		}
 		return errorResult(msg), AuditOutcome{Outcome: journal.OutcomeError, Error: msg}
 	}
@@ -282,6 +331,12 @@ func hostResult(name string, resp host.Response, err error) (*mcp.CallToolResult
 	if err := json.Unmarshal(resp.Result, &content); err != nil {
 		return errorResult("the helper's answer is not an object: " + err.Error()), AuditOutcome{Outcome: journal.OutcomeError, Error: err.Error()}
 	}
+	if name == ToolHostExec {
+		// The output is in the words already: the text does not repeat it
+		// as JSON.
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(hostSummary(name, content))}, StructuredContent: content},
+			AuditOutcome{Outcome: journal.OutcomeOK}
+	}
 	return structured(hostSummary(name, content), content), AuditOutcome{Outcome: journal.OutcomeOK}
 }
 
@@ -296,6 +351,8 @@ func hostSummary(name string, c map[string]any) string {
 			return fmt.Sprintf("Created %v (%v bytes, sha256 %v).", c["path"], c["size"], c["sha256"])
 		}
 		return fmt.Sprintf("Replaced %v (%v bytes, sha256 %v; it was %v).", c["path"], c["size"], c["sha256"], c["previous_sha256"])
+	case ToolHostExec:
+		return execSummary(c)
 	case ToolHostService:
 		s := fmt.Sprintf("%v: %v (%v), %v.", c["unit"], c["active_state"], c["sub_state"], c["load_state"])
 		if job, ok := c["job"].(string); ok && job != "" {
@@ -321,9 +378,9 @@ func anySlice(v any) []any {
 func hostJournalArgs(a map[string]any) map[string]any {
 	out := make(map[string]any, len(a))
 	for k, v := range a {
-		if k == "content" {
+		if k == "content" || k == "stdin" {
 			if s, ok := v.(string); ok {
-				out["content_bytes"] = len(s)
+				out[k+"_bytes"] = len(s)
 			}
 			continue
 		}
@@ -350,4 +407,139 @@ func (s *Server) hostRootPaths() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// execTarget is a command as the daemon can check it: the argument
+// vector's rules, the program resolved in the daemon's view (the helper
+// resolves it again in the host's, as root, and decides on that), the
+// working directory and writable paths beneath the configured roots.
+func (s *Server) execTarget(a map[string]any) (policy.HostOp, error) {
+	argv, err := stringList(a, "argv")
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	invalid := func(err error) error {
+		return &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
+	}
+	if err := host.CheckArgv("argv", argv); err != nil {
+		return policy.HostOp{}, invalid(err)
+	}
+	exe, err := host.ResolveExecutable("argv[0]", argv[0], false)
+	if err != nil {
+		return policy.HostOp{}, invalid(err)
+	}
+	timeout, given, err := optInt(a, "timeout_sec", 1, host.MaxTimeout)
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	if !given {
+		timeout = host.DefaultTimeout
+	}
+	if _, _, err := optInt(a, "max_output", 1, host.MaxOutput); err != nil {
+		return policy.HostOp{}, err
+	}
+	cwd, err := optString(a, "cwd")
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	if cwd == "" {
+		cwd = "/"
+	}
+	if cwd != "/" {
+		if err := s.hostPathCheck("cwd", cwd, false); err != nil {
+			return policy.HostOp{}, err
+		}
+	}
+	writable, err := stringList(a, "writable")
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	for i, w := range writable {
+		if err := s.hostPathCheck(fmt.Sprintf("writable[%d]", i), w, true); err != nil {
+			return policy.HostOp{}, err
+		}
+	}
+	slices.Sort(writable)
+	writable = slices.Compact(writable)
+	return policy.HostOp{Op: "command.exec", Command: &policy.Command{
+		Path: exe, Argv: argv, Cwd: cwd, Class: host.Classify(exe, argv), Writable: writable, TimeoutSec: timeout,
+	}}, nil
+}
+
+// hostPathCheck is the daemon's lexical check of a path: canonical and
+// beneath a configured root (one that allows writes, for a write).
+func (s *Server) hostPathCheck(field, p string, write bool) error {
+	if _, err := host.CleanPath(field, p); err != nil {
+		return &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
+	}
+	for _, r := range s.opts.Host.Roots {
+		if (p == r.Path || r.Path == "/" || strings.HasPrefix(p, r.Path+"/")) && (r.Write || !write) {
+			return nil
+		}
+	}
+	what := "an allowed root"
+	if write {
+		what = "an allowed root that allows writes"
+	}
+	return &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument %s %q: is not beneath %s (%s)", field, p, what, strings.Join(s.hostRootPaths(), ", "))}
+}
+
+// stringList is an optional argument that must be a list of strings.
+func stringList(a map[string]any, name string) ([]string, error) {
+	v, ok := a[name]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, argError(name, "must be a list of strings")
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		if out[i], ok = e.(string); !ok {
+			return nil, argError(fmt.Sprintf("%s[%d]", name, i), "must be a string")
+		}
+	}
+	return out, nil
+}
+
+// execProgress sends a running command's progress to the client, when it
+// asked for progress.
+func (s *Server) execProgress(ctx context.Context, token mcp.ProgressToken) func(host.ExecProgress) {
+	srv := server.ServerFromContext(ctx)
+	if token == nil || srv == nil {
+		return nil
+	}
+	return func(p host.ExecProgress) {
+		msg := fmt.Sprintf("%s running for %s: %d bytes of stdout, %d of stderr", p.Unit, (time.Duration(p.ElapsedMS) * time.Millisecond).Round(time.Second), p.StdoutBytes, p.StderrBytes)
+		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+			"progressToken": token, "progress": p.ElapsedMS / 1000, "message": msg,
+		})
+	}
+}
+
+// execSummary is a command's answer in words, its output included (a
+// client may show only the text).
+func execSummary(c map[string]any) string {
+	how := fmt.Sprintf("exit code %v", c["exit_code"])
+	switch {
+	case c["systemd_status"] != nil:
+		how = fmt.Sprintf("not started: the sandbox failed with %v", c["systemd_status"])
+	case c["signal"] != nil:
+		how = fmt.Sprintf("killed by %v", c["signal"])
+	}
+	if r, _ := c["result"].(string); r == "timeout" {
+		how += ", at its timeout"
+	}
+	out := func(name string) string {
+		o, _ := c[name].(map[string]any)
+		if num(o["bytes"]) == 0 {
+			return ""
+		}
+		if o["encoding"] == "base64" {
+			return fmt.Sprintf("\n%s (%v bytes, binary, base64 in structured content)", name, o["bytes"])
+		}
+		return fmt.Sprintf("\n%s (%v bytes):\n%v", name, o["bytes"], o["data"])
+	}
+	return fmt.Sprintf("%v %v: %s after %v ms (unit %v).%s%s", c["path"], c["argv"], how, c["duration_ms"], c["unit"], out("stdout"), out("stderr"))
 }

@@ -105,8 +105,10 @@ func newHostBed(t *testing.T) *hostBed {
 	go func() { srv.Serve(sctx, l, 0); close(done) }() //nolint:errcheck // ended by the test
 	t.Cleanup(func() { stop(); l.Close(); <-done })
 	b.h = newHarness(t, harnessOpts{host: HostOptions{
-		Helper: func(ctx context.Context, req host.Request) (host.Response, error) { return host.Call(ctx, sock, req) },
-		Roots:  roots,
+		Helper: func(ctx context.Context, req host.Request, progress func(host.ExecProgress)) (host.Response, error) {
+			return host.Call(ctx, sock, req, progress)
+		},
+		Roots: roots,
 	}})
 	return b
 }
@@ -156,11 +158,39 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	admin, adminCtx := b.as(t, "admin", "")
 
 	// Visibility asks each profile's host_decision about each root.
-	if got := strings.Join(hostTools(toolNames(t, ro, roCtx)), " "); got != "proxmox_host_file_list proxmox_host_file_read proxmox_host_file_stat proxmox_host_service" {
-		t.Errorf("read-only sees %q; want the three reads (under /var/log) and the services' status, no write", got)
+	if got := strings.Join(hostTools(toolNames(t, ro, roCtx)), " "); got != "proxmox_host_exec proxmox_host_file_list proxmox_host_file_read proxmox_host_file_stat proxmox_host_service" {
+		t.Errorf("read-only sees %q; want the reviewed commands, the three reads (under /var/log) and the services' status, no write", got)
 	}
-	if got := hostTools(toolNames(t, admin, adminCtx)); !slices.Contains(got, ToolHostWrite) || len(got) != 5 {
-		t.Errorf("admin sees %v; want the five host tools", got)
+	if got := hostTools(toolNames(t, admin, adminCtx)); !slices.Contains(got, ToolHostWrite) || len(got) != 6 {
+		t.Errorf("admin sees %v; want the six host tools", got)
+	}
+	// Commands: the daemon refuses early what the policy refuses on the
+	// program as it resolves it, and what breaks the argument rules.
+	for _, tc := range []struct {
+		args map[string]any
+		says string
+	}{
+		{map[string]any{"argv": []any{"rm", "-rf", "/"}}, "reviewed diagnostic"},
+		{map[string]any{"argv": []any{"sh", "-c", "df"}}, "reviewed diagnostic"},
+		{map[string]any{"argv": []any{}}, "argument argv"},
+		{map[string]any{"argv": []any{"df", 7}}, "argv[1]"},
+		{map[string]any{"argv": []any{"df"}, "writable": []any{"/var/log"}}, "allows writes"},
+		{map[string]any{"argv": []any{"df"}, "cwd": "/var/log/../.."}, "argument cwd"},
+		{map[string]any{"argv": []any{"no-such-program-anywhere"}}, "not an executable"},
+	} {
+		before, _ := b.hjournal.Tail(context.Background(), 100)
+		res, _ := call(t, ro, roCtx, ToolHostExec, tc.args)
+		if !res.IsError || !strings.Contains(text(res), tc.says) {
+			t.Errorf("read-only's command %v: %s; want a refusal saying %q", tc.args, text(res), tc.says)
+		}
+		if after, _ := b.hjournal.Tail(context.Background(), 100); len(after) != len(before) {
+			t.Errorf("the helper heard of %v, which the daemon refused", tc.args)
+		}
+	}
+	// A reviewed diagnostic goes on to the helper, which decides again
+	// (and here, without systemd, refuses to run commands at all).
+	if res, _ := call(t, ro, roCtx, ToolHostExec, map[string]any{"argv": []any{"df", "-h"}}); !res.IsError || !strings.Contains(text(res), "root helper refused (refused)") {
+		t.Errorf("read-only's df -h: %s; want the helper's own refusal", text(res))
 	}
 	// A read-only key may read a service's status, not restart it: the
 	// daemon refuses at once.
@@ -231,7 +261,12 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	// the switch refused.
 	got := b.h.audit.outcomes()
 	slices.Sort(got)
-	if want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeOK, journal.OutcomeOK}; !slices.Equal(got, want) {
+	want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeOK, journal.OutcomeOK}
+	// And the commands: two denied by the policy, five invalid, one the
+	// helper refused (its receipt, after the intent).
+	want = append(want, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeDenied)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
 		t.Errorf("the daemon journaled %v; want %v", got, want)
 	}
 }

@@ -53,7 +53,7 @@ decision := {"effect": "allow", "reasons": ["admin keys may make any API call"],
 # guard protects; services controlled, PVE's own with confirmation.
 default host_decision := {
 	"effect": "deny",
-	"reasons": ["admin keys may read and write files and control services on the host; this host operation is neither"],
+	"reasons": ["admin keys may read and write files, control services and run the reviewed diagnostic commands on the host; this host operation is none of these"],
 	"obligations": [],
 }
 
@@ -78,3 +78,7 @@ host_decision := lib.allow("admin keys may control services") if {
 	lib.host_service_control
 	not lib.pve_core_unit
 }
+
+host_decision := lib.allow("admin keys may run the reviewed diagnostic commands") if lib.host_diagnostic
+
+host_decision := lib.allow("admin keys may run commands inside guests") if lib.host_guest_exec

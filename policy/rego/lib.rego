@@ -263,3 +263,87 @@ pve_core_unit if input.host.unit == "pvescheduler.service"
 pve_core_unit if input.host.unit == "pve-ha-lrm.service"
 
 pve_core_unit if input.host.unit == "pve-ha-crm.service"
+
+# The operation runs a command on the host (input.host.command: path, the
+# canonical program; argv, argv[0] as written; cwd; class; writable;
+# timeout_sec). A command whose class is shell, interpreter or launcher
+# runs only when the deciding reason names its path (the engine enforces
+# it over every policy).
+host_exec if input.host.op == "command.exec"
+
+# The command's program is the system's name (in /usr/bin or /usr/sbin).
+host_program(name) if input.host.command.path == concat("/", ["/usr/bin", name])
+
+host_program(name) if input.host.command.path == concat("/", ["/usr/sbin", name])
+
+# The command's arguments after the program.
+host_args := array.slice(input.host.command.argv, 1, count(input.host.command.argv))
+
+# The reviewed diagnostic commands: programs that only read, each with
+# fixed argument shapes, writing no path.
+host_diagnostic if {
+	host_exec
+	count(input.host.command.writable) == 0
+	some d in host_diagnostics
+	host_program(d[0])
+	host_args == array.slice(d, 1, count(d))
+}
+
+# smartctl -j -a DEV, for a whole disk.
+host_diagnostic if {
+	host_exec
+	count(input.host.command.writable) == 0
+	host_program("smartctl")
+	count(host_args) == 3
+	array.slice(host_args, 0, 2) == ["-j", "-a"]
+	regex.match(`^/dev/(sd[a-z]{1,3}|vd[a-z]{1,3}|hd[a-z]|nvme[0-9]{1,3}(n[0-9]{1,3})?)$`, host_args[2])
+}
+
+# journalctl -u UNIT -n N -o json [--no-pager], N at most 1000.
+host_diagnostic if {
+	host_exec
+	count(input.host.command.writable) == 0
+	host_program("journalctl")
+	a := host_args
+	count(a) >= 6
+	count(a) <= 7
+	a[0] == "-u"
+	regex.match(`^[A-Za-z0-9][A-Za-z0-9:_.@\\-]{0,254}$`, a[1])
+	a[2] == "-n"
+	regex.match(`^([1-9][0-9]{0,2}|1000)$`, a[3])
+	array.slice(a, 4, 6) == ["-o", "json"]
+	array.slice(a, 6, count(a)) in [[], ["--no-pager"]]
+}
+
+# zpool status [-x] POOL.
+host_diagnostic if {
+	host_exec
+	count(input.host.command.writable) == 0
+	host_program("zpool")
+	host_args[0] == "status"
+	pools := [a | some a in array.slice(host_args, 1, count(host_args)); a != "-x"]
+	count(pools) == 1
+	count(host_args) <= 3
+	regex.match(`^[A-Za-z][A-Za-z0-9_.:-]{0,254}$`, pools[0])
+}
+
+host_diagnostics := [
+	["pveversion"], ["pveversion", "-v"], ["pveversion", "--verbose"],
+	["zpool", "status"], ["zpool", "status", "-x"], ["zpool", "list"], ["zpool", "list", "-v"], ["zfs", "list"],
+	["lsblk"], ["lsblk", "-J"], ["lsblk", "-J", "-O"],
+	["df"], ["df", "-h"], ["df", "-hT"], ["df", "-i"], ["df", "-P"],
+	["ip", "-j", "addr"], ["ip", "-j", "link"], ["ip", "-j", "route"], ["ip", "-j", "neigh"], ["ip", "-j", "-6", "route"],
+	["uptime"], ["free", "-m"], ["free", "-h"], ["uname", "-a"], ["lscpu", "-J"], ["findmnt", "-J"],
+	["pvecm", "status"], ["pvecm", "nodes"], ["pvesm", "status"], ["qm", "list"], ["pct", "list"], ["ha-manager", "status"],
+	["lvs", "--readonly", "--reportformat", "json"], ["vgs", "--readonly", "--reportformat", "json"], ["pvs", "--readonly", "--reportformat", "json"],
+	["sensors", "-j"], ["nvme", "list", "-o", "json"],
+]
+
+# The operation runs a command inside a guest (proxmox_guest_exec): in a
+# VM through its QEMU guest agent, in a container through pct exec.
+# input.host.guest is the guest ({vmid, type: qemu or lxc, node}) and
+# input.host.command the command (path: argv[0] as given, which the guest
+# resolves; argv; cwd "/"; class; timeout_sec). A shell, interpreter or
+# launcher runs only when the deciding reason names its path, as on the
+# host.
+host_guest_exec if input.host.op == "guest.exec"

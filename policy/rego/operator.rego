@@ -65,7 +65,7 @@ decision := {"effect": "allow", "reasons": ["operator keys may power guests, tak
 # read, nothing else.
 default host_decision := {
 	"effect": "deny",
-	"reasons": ["operator keys may only read files under /var/log and the services' status on the host"],
+	"reasons": ["operator keys may only read files under /var/log, the services' status and run the reviewed diagnostic commands on the host"],
 	"obligations": [],
 }
 
@@ -75,3 +75,9 @@ host_decision := lib.allow("operator keys may read files under /var/log") if {
 }
 
 host_decision := lib.allow("operator keys may read a service's status") if lib.host_service_status
+
+host_decision := lib.allow("operator keys may run the reviewed diagnostic commands") if lib.host_diagnostic
+
+# Commands inside guests: in the same guests operator keys may power (all
+# of them), each with the caller's confirmation.
+host_decision := lib.confirm(concat("", ["running a command inside ", input.host.guest.type, " guest ", format_int(input.host.guest.vmid, 10), " needs confirmation"])) if lib.host_guest_exec

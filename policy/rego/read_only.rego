@@ -30,7 +30,7 @@ decision := {"effect": "allow", "reasons": ["read-only keys may read"], "obligat
 # read, nothing else.
 default host_decision := {
 	"effect": "deny",
-	"reasons": ["read-only keys may only read files under /var/log and the services' status on the host"],
+	"reasons": ["read-only keys may only read files under /var/log, the services' status and run the reviewed diagnostic commands on the host"],
 	"obligations": [],
 }
 
@@ -40,3 +40,5 @@ host_decision := lib.allow("read-only keys may read files under /var/log") if {
 }
 
 host_decision := lib.allow("read-only keys may read a service's status") if lib.host_service_status
+
+host_decision := lib.allow("read-only keys may run the reviewed diagnostic commands") if lib.host_diagnostic

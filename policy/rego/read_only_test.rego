@@ -92,3 +92,35 @@ test_service_status_is_allowed if {
 test_service_control_is_denied if {
 	read_only.host_decision.effect == "deny" with input as service("service.control", "cron.service", "restart", "destructive")
 }
+
+cmd(path, argv, writable) := {
+	"tool": "proxmox_host_exec", "method": "", "path": "", "risk": "destructive", "params": {},
+	"endpoint": {}, "guard": no_guard,
+	"host": {"op": "command.exec", "path": "", "root": "", "command": {"path": path, "argv": argv, "cwd": "/", "class": "", "writable": writable, "timeout_sec": 60}},
+}
+
+test_reviewed_diagnostics_are_allowed if {
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/bin/pveversion", ["pveversion", "-v"], [])
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/sbin/zpool", ["zpool", "status"], [])
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/sbin/zpool", ["/sbin/zpool", "status", "-x", "rpool"], [])
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/bin/lsblk", ["lsblk", "-J"], [])
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/sbin/smartctl", ["smartctl", "-j", "-a", "/dev/nvme0n1"], [])
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/bin/ip", ["ip", "-j", "addr"], [])
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/bin/journalctl", ["journalctl", "-u", "pveproxy.service", "-n", "50", "-o", "json"], [])
+	read_only.host_decision.effect == "allow" with input as cmd("/usr/bin/journalctl", ["journalctl", "-u", "pveproxy", "-n", "1000", "-o", "json", "--no-pager"], [])
+}
+
+test_other_shapes_are_denied if {
+	# Another argument shape of a reviewed program.
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/sbin/zpool", ["zpool", "destroy", "rpool"], [])
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/sbin/zpool", ["zpool", "status", "-x", "rpool", "tank"], [])
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/sbin/smartctl", ["smartctl", "-j", "-a", "/dev/sda", "-s", "on"], [])
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/sbin/smartctl", ["smartctl", "-j", "-a", "/etc/shadow"], [])
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/bin/journalctl", ["journalctl", "-u", "x", "-n", "1001", "-o", "json"], [])
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/bin/journalctl", ["journalctl", "-u", "--flush", "-n", "5", "-o", "json"], [])
+	# The same name elsewhere than the system's directories.
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/local/bin/df", ["df"], [])
+	# A diagnostic asking to write.
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/bin/df", ["df"], ["/srv"])
+	read_only.host_decision.effect == "deny" with input as cmd("/usr/bin/rm", ["rm", "-rf", "/"], [])
+}

@@ -56,3 +56,10 @@ test_host_operations_are_allowed if {
 test_host_writes_to_the_repository_need_breakglass if {
 	root.host_decision.effect == "breakglass" with input as host("file.write", "/mnt/model-repo/a", "write", [{"kind": "path", "value": "/mnt/model-repo", "param": "path"}])
 }
+
+test_root_runs_commands_but_not_writable_repository_paths if {
+	c := {"path": "/usr/bin/rm", "argv": ["rm", "/srv/x"], "cwd": "/", "class": "", "writable": ["/srv"], "timeout_sec": 60}
+	root.host_decision.effect == "allow" with input as object.union(host("command.exec", "", "destructive", []), {"host": {"op": "command.exec", "command": c}})
+	hits := [{"kind": "path", "value": "/mnt/model-repo", "param": "writable[0]"}]
+	root.host_decision.effect == "breakglass" with input as object.union(host("command.exec", "", "destructive", hits), {"host": {"op": "command.exec", "command": c}})
+}

@@ -21,33 +21,7 @@ import (
 // journals in its own root-only directory, and scores at most 2.0.
 func TestBootedHelper(t *testing.T) {
 	c, b := node(t)
-	deb := "/root/" + filepath.Base(b.Deb)
-	if res := c.Run(context.Background(), "apt-get", "install", "-y", "--no-install-recommends", deb); !res.OK() {
-		t.Fatalf("apt-get install: %s", res)
-	}
-	if res := c.Run(context.Background(), "proxmox-mcp", "install", "--mode", "local", "--yes"); !res.OK() {
-		t.Fatalf("install --mode local: %s", res)
-	}
-	// A write root, then install again: the helper's unit gets it as
-	// ReadWritePaths.
-	const cfg = "/etc/proxmox-mcp/config.hujson"
-	data, err := c.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.MustIn(t, "mkdir", "-p", "/srv/app")
-	// Writes allowed (a fresh install only reads), and the host roots.
-	edited := regexp.MustCompile(`"allow_mutations":\s*false,`).ReplaceAllString(string(data), `"allow_mutations": true,
-	"host": {"roots": [{"path": "/var/log"}, {"path": "/srv/app", "write": true}]},`)
-	if !strings.Contains(edited, `"host": {"roots"`) {
-		t.Fatalf("no allow_mutations line in %s:\n%s", cfg, data)
-	}
-	c.WriteFile(cfg, []byte(edited), 0o640)
-	c.MustIn(t, "chgrp", "proxmox-mcp", cfg)
-	if res := c.Run(context.Background(), "proxmox-mcp", "install", "--yes"); !res.OK() {
-		t.Fatalf("install again with the host roots: %s", res)
-	}
-	c.MustIn(t, "systemctl", "restart", unit)
+	installHost(t, c, b, `"host": {"roots": [{"path": "/var/log"}, {"path": "/srv/app", "write": true}]},`)
 	svc := c.MustIn(t, "systemctl", "cat", "proxmox-mcp-helper.service")
 	if !strings.Contains(svc, "ReadWritePaths=/srv/app\n") {
 		t.Errorf("the helper's unit does not make /srv/app writable:\n%s", svc)
@@ -177,4 +151,36 @@ func TestBootedHelper(t *testing.T) {
 	if score, _ := strconv.ParseFloat(m[1], 64); score > 2.0 {
 		t.Errorf("the helper's exposure is %s; want at most 2.0", m[1])
 	}
+}
+
+// installHost installs the package and the daemon in local mode, allows
+// writes, adds the configuration's lines extra (its host section), makes
+// /srv/app, installs again and restarts the daemon.
+func installHost(t *testing.T, c *Container, b built, extra string) {
+	t.Helper()
+	deb := "/root/" + filepath.Base(b.Deb)
+	if res := c.Run(context.Background(), "apt-get", "install", "-y", "--no-install-recommends", deb); !res.OK() {
+		t.Fatalf("apt-get install: %s", res)
+	}
+	if res := c.Run(context.Background(), "proxmox-mcp", "install", "--mode", "local", "--yes"); !res.OK() {
+		t.Fatalf("install --mode local: %s", res)
+	}
+	const cfg = "/etc/proxmox-mcp/config.hujson"
+	data, err := c.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MustIn(t, "mkdir", "-p", "/srv/app")
+	// Writes allowed (a fresh install only reads), and the host roots.
+	edited := regexp.MustCompile(`"allow_mutations":\s*false,`).ReplaceAllString(string(data), `"allow_mutations": true,
+	`+extra)
+	if !strings.Contains(edited, extra) {
+		t.Fatalf("no allow_mutations line in %s:\n%s", cfg, data)
+	}
+	c.WriteFile(cfg, []byte(edited), 0o640)
+	c.MustIn(t, "chgrp", "proxmox-mcp", cfg)
+	if res := c.Run(context.Background(), "proxmox-mcp", "install", "--yes"); !res.OK() {
+		t.Fatalf("install again with the host roots: %s", res)
+	}
+	c.MustIn(t, "systemctl", "restart", unit)
 }
