@@ -174,11 +174,20 @@ func TestHelperRefusesCommandsItCannotVouchFor(t *testing.T) {
 		{"an environment", h.rootKey, exec(map[string]any{"argv": []string{"true"}, "env": []string{"LD_PRELOAD=/tmp/x.so"}}), "bad_request", `unknown field "env"`},
 		{"a command the read-only profile has not reviewed", h.readOnly, exec(map[string]any{"argv": []string{"rm", "-rf", h.root}}), "denied", "reviewed diagnostic"},
 		{"a reviewed program with another shape", h.readOnly, exec(map[string]any{"argv": []string{"df", "--output=source", "-h"}}), "denied", "reviewed diagnostic"},
+		{"guest: a VMID out of range", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 5, "argv": []string{"id"}}), "bad_request", "vmid 5: must be 100"},
+		{"guest: a container of no node here", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 4242, "argv": []string{"id"}}), "not_found", "is not a container of this node"},
+		{"guest: an argv with a NUL", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 4242, "argv": []string{"id", "a\x00"}}), "bad_request", "NUL"},
+		{"guest: a working directory it does not take", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 4242, "argv": []string{"id"}, "cwd": "/"}), "bad_request", `unknown field "cwd"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, err := h.j.Tail(ctx, 1000)
 			must(t, err)
-			resp := srv.Handle(ctx, daemon, request(t, tc.key, "command.exec", tc.args))
+			op := "command.exec"
+			if o, ok := tc.args["op"].(string); ok {
+				op = o
+				delete(tc.args, "op")
+			}
+			resp := srv.Handle(ctx, daemon, request(t, tc.key, op, tc.args))
 			if resp.OK || resp.Error == nil || resp.Error.Code != tc.code || !strings.Contains(resp.Error.Message, tc.says) {
 				t.Fatalf("answer %+v; want %s saying %q", resp.Error, tc.code, tc.says)
 			}

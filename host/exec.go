@@ -64,6 +64,11 @@ type ExecSpec struct {
 	// MaxOutput bounds each of stdout and stderr.
 	MaxOutput int
 	Sandbox   Sandbox
+	// Guest marks pct exec: the program enters a container's namespaces
+	// (lxc-attach needs CAP_SYS_ADMIN and the host's view), so the unit
+	// has the limits, the pipes and the fixed environment but not the
+	// host command's sandbox; the command itself runs inside the guest.
+	Guest bool
 }
 
 // ExecProgress is what a running command has done so far.
@@ -142,6 +147,20 @@ func (spec ExecSpec) properties(stdin, stdout, stderr int) []sddbus.Property {
 		p("Environment", Env),
 		p("StandardOutputFileDescriptor", dbus.UnixFD(stdout)),
 		p("StandardErrorFileDescriptor", dbus.UnixFD(stderr)),
+		p("MemoryMax", uint64(MemoryMax)),
+		p("TasksMax", uint64(TasksMax)),
+		p("RuntimeMaxUSec", uint64(spec.Timeout/time.Microsecond)),
+		p("TimeoutStopUSec", uint64(5*time.Second/time.Microsecond)),
+		p("AddRef", true),
+		p("CollectMode", "inactive-or-failed"),
+	}
+	if stdin >= 0 {
+		props = append(props, p("StandardInputFileDescriptor", dbus.UnixFD(stdin)))
+	}
+	if spec.Guest {
+		return props
+	}
+	props = append(props,
 		p("ProtectSystem", "strict"),
 		p("NoNewPrivileges", true),
 		p("CapabilityBoundingSet", capabilityMask()),
@@ -159,16 +178,7 @@ func (spec ExecSpec) properties(stdin, stdout, stderr int) []sddbus.Property {
 		p("RestrictRealtime", true),
 		p("LockPersonality", true),
 		p("SystemCallArchitectures", []string{"native"}),
-		p("MemoryMax", uint64(MemoryMax)),
-		p("TasksMax", uint64(TasksMax)),
-		p("RuntimeMaxUSec", uint64(spec.Timeout/time.Microsecond)),
-		p("TimeoutStopUSec", uint64(5*time.Second/time.Microsecond)),
-		p("AddRef", true),
-		p("CollectMode", "inactive-or-failed"),
-	}
-	if stdin >= 0 {
-		props = append(props, p("StandardInputFileDescriptor", dbus.UnixFD(stdin)))
-	}
+	)
 	if len(spec.Sandbox.Writable) > 0 {
 		props = append(props, p("ReadWritePaths", spec.Sandbox.Writable))
 	}

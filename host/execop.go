@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,35 +51,14 @@ func (o *execOp) prepare(_ context.Context, s *Server) (policy.HostOp, error) {
 	if err := CheckArgv("argv", o.Argv); err != nil {
 		return policy.HostOp{}, err
 	}
-	if o.TimeoutSec == 0 {
-		o.TimeoutSec = DefaultTimeout
+	if err := o.checkLimits(); err != nil {
+		return policy.HostOp{}, err
 	}
-	if o.TimeoutSec < 1 || o.TimeoutSec > MaxTimeout {
-		return policy.HostOp{}, &WireError{Code: "bad_request", Field: "timeout_sec", Message: fmt.Sprintf("timeout_sec %d: must be 1 to %d seconds", o.TimeoutSec, MaxTimeout)}
+	stdin, err := decodeStdin(o.Stdin, o.StdinEncoding)
+	if err != nil {
+		return policy.HostOp{}, err
 	}
-	if o.MaxOutput == 0 {
-		o.MaxOutput = DefaultMaxOutput
-	}
-	if o.MaxOutput < 1 || o.MaxOutput > MaxOutput {
-		return policy.HostOp{}, &WireError{Code: "bad_request", Field: "max_output", Message: fmt.Sprintf("max_output %d: must be 1 to %d bytes", o.MaxOutput, MaxOutput)}
-	}
-	switch o.StdinEncoding {
-	case "", "utf-8":
-		if o.Stdin != "" {
-			o.stdin = []byte(o.Stdin)
-		}
-	case "base64":
-		b, err := base64.StdEncoding.DecodeString(o.Stdin)
-		if err != nil {
-			return policy.HostOp{}, &WireError{Code: "bad_request", Field: "stdin", Message: "stdin: not valid base64: " + err.Error()}
-		}
-		o.stdin = b
-	default:
-		return policy.HostOp{}, &WireError{Code: "bad_request", Field: "stdin_encoding", Message: fmt.Sprintf("stdin_encoding %q: must be utf-8 or base64", o.StdinEncoding)}
-	}
-	if len(o.stdin) > MaxStdin {
-		return policy.HostOp{}, &WireError{Code: "bad_request", Field: "stdin", Message: fmt.Sprintf("stdin is %d bytes; at most %d", len(o.stdin), MaxStdin)}
-	}
+	o.stdin = stdin
 	exe, err := ResolveExecutable("argv[0]", o.Argv[0], true)
 	if err != nil {
 		return policy.HostOp{}, err

@@ -211,7 +211,10 @@ func (s *Server) HandleStream(ctx context.Context, peer Peer, body []byte, st St
 	if err != nil {
 		return s.answer(ctx, peer, req, pr, nil, policy.Decision{}, asWire(err))
 	}
-	if e, ok := op.(*execOp); ok {
+	switch e := op.(type) {
+	case *execOp:
+		e.stream = st
+	case *guestExecOp:
 		e.stream = st
 	}
 	if op.writes() && s.opts.RefuseWrites != "" {
@@ -243,6 +246,7 @@ var Ops = map[string]string{
 	"service.status":  "proxmox_host_service",
 	"service.control": "proxmox_host_service",
 	"command.exec":    "proxmox_host_exec",
+	"guest.exec":      "proxmox_guest_exec",
 }
 
 // Risk is an operation's risk class: reads, a file write, and of the
@@ -463,6 +467,8 @@ func parseOp(op string, args json.RawMessage) (hostOp, error) {
 		v = &serviceControlOp{}
 	case "command.exec":
 		v = &execOp{}
+	case "guest.exec":
+		v = &guestExecOp{}
 	default:
 		return nil, &WireError{Code: "bad_request", Field: "op", Message: fmt.Sprintf("op %q: the helper knows %s", op, strings.Join(slices.Sorted(maps.Keys(Ops)), ", "))}
 	}

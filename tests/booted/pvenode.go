@@ -209,6 +209,7 @@ func (n *PVENode) Prepare(r *Root) error {
 	links := map[string]string{
 		"/usr/bin/pveum":      fakeInside,
 		"/usr/bin/pveversion": fakeInside,
+		"/usr/sbin/pct":       fakeInside,
 		"/etc/systemd/system/multi-user.target.wants/" + PVEProxyUnit: "/etc/systemd/system/" + PVEProxyUnit,
 	}
 	for link, target := range links {

@@ -4,6 +4,10 @@
 // name:
 //
 //   - pveversion prints a PVE 9.1 version line;
+//   - pct exec VMID -- ARGV runs ARGV when the node has the container
+//     (etc/lxc/VMID.conf), as pct does after lxc-attach into it; here
+//     the "container" is the node itself, and the program is told its
+//     VMID in PMCP_FAKEPVE_CT. No other pct subcommand exists;
 //   - pveum manages users, API tokens, roles and ACLs as PVE 9's pveum
 //     does (the subcommands, options, JSON output and error messages of
 //     what install, doctor and uninstall use), by reading and writing the
@@ -23,6 +27,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -53,8 +58,10 @@ func run(prog string, args []string, etc string, stdout, stderr io.Writer) int {
 		return 0
 	case "pveum":
 		err = pveum(args, etc, stdout)
+	case "pct":
+		err = pct(args, etc)
 	default:
-		err = fmt.Errorf("fakepve: called as %q; install it as pveum or pveversion", prog)
+		err = fmt.Errorf("fakepve: called as %q; install it as pveum, pveversion or pct", prog)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, strings.TrimRight(err.Error(), "\n"))
@@ -474,4 +481,23 @@ func (s *store) updateACL(p parsed, remove bool) error {
 		}
 	}
 	return s.saveUsers()
+}
+
+// pct runs `pct exec VMID -- ARGV`: ARGV in place of this process, found
+// by PATH as inside a container, after checking the container's
+// configuration exists as pct does ("Configuration file
+// 'nodes/pve1/lxc/VMID.conf' does not exist").
+func pct(args []string, etc string) error {
+	if len(args) < 4 || args[0] != "exec" || args[2] != "--" {
+		return errors.New("fakepve: pct: only pct exec VMID -- ARGV is known")
+	}
+	vmid := args[1]
+	if _, err := os.Stat(filepath.Join(etc, "lxc", vmid+".conf")); err != nil {
+		return fmt.Errorf("Configuration file 'nodes/localhost/lxc/%s.conf' does not exist", vmid)
+	}
+	path, err := exec.LookPath(args[3])
+	if err != nil {
+		return fmt.Errorf("lxc-attach: %s: failed to exec %q: %w", vmid, args[3], err)
+	}
+	return syscall.Exec(path, args[3:], append(os.Environ(), "PMCP_FAKEPVE_CT="+vmid))
 }
