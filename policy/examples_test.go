@@ -43,7 +43,7 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
-	if n != 6 {
-		t.Errorf("%d examples, want the 6 of docs/policy.md", n)
+	if n != 8 {
+		t.Errorf("%d examples, want the 8 of docs/policy.md", n)
 	}
 }
