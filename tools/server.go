@@ -354,6 +354,12 @@ func (s *Server) filterTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 			}
 			continue
 		}
+		if t.Name == ToolGuestExec {
+			if s.guestExecVisible(ctx, c) {
+				out = append(out, t)
+			}
+			continue
+		}
 		if !computed {
 			visible, verr = s.visible(ctx, c)
 			computed = true
