@@ -324,3 +324,20 @@ func asKey(t *testing.T, h *harness, profile, key string) (*client.Client, conte
 	t.Cleanup(func() { c.Close() })
 	return c, ctx
 }
+
+// Against the real helper (as root): the container's command reaches it
+// with arguments it decodes strictly, and it verifies the key and answers
+// on its own (this helper has no systemd, so it refuses to run it).
+func TestGuestExecReachesTheHelper(t *testing.T) {
+	b := newHostBed(t)
+	c, ctx := b.as(t, "admin", "")
+	res, _ := call(t, c, ctx, ToolGuestExec, map[string]any{"vmid": 200, "argv": []any{"hostname"}, "stdin": "x"})
+	if !res.IsError || !strings.Contains(text(res), "The root helper refused (refused): service operations are not configured in this helper") {
+		t.Errorf("a container's command at the helper: %s", text(res))
+	}
+	c, ctx = b.as(t, "admin", "pmcp_kadmin_forged")
+	res, _ = call(t, c, ctx, ToolGuestExec, map[string]any{"vmid": 200, "argv": []any{"hostname"}})
+	if !res.IsError || !strings.Contains(text(res), "The root helper refused (unauthenticated)") {
+		t.Errorf("a forged key at the helper: %s", text(res))
+	}
+}
