@@ -162,6 +162,12 @@ func (s *Server) handleGuestExec(ctx context.Context, req mcp.CallToolRequest) (
 	if err := host.CheckArgv("argv", argv); err != nil {
 		return nil, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
 	}
+	if class := host.Classify(argv[0], argv); class != "" && !strings.HasPrefix(argv[0], "/") {
+		// The engine lets such a program run only where a reason names its
+		// path; a bare name (at, sh) is found inside many a reason's words,
+		// an absolute path only where a policy wrote it.
+		return nil, argError("argv[0]", fmt.Sprintf("%q is a %s (it runs other programs): inside a guest, name it by its absolute path (such as /usr/bin/%s), which a policy must name to let it run", argv[0], class, argv[0]))
+	}
 	x := guestExec{argv: argv, timeout: host.DefaultTimeout, maxOutput: host.DefaultMaxOutput}
 	if x.stdin, err = optString(a, "stdin"); err != nil {
 		return nil, err

@@ -234,6 +234,19 @@ func TestGuestExecPolicy(t *testing.T) {
 	}
 
 	admin, adminCtx := h.as("admin")
+	// A program that runs others is named by its absolute path inside a
+	// guest: a bare name such as at is a word inside many a reason
+	// ("confirmation"), which the engine would take for the policy naming it.
+	for _, argv0 := range []string{"at", "sh", "env"} {
+		res, _ = call(t, op, opCtx, ToolGuestExec, map[string]any{"vmid": 100, "argv": []any{argv0, "now"}})
+		if !res.IsError || !strings.Contains(text(res), "inside a guest, name it by its absolute path (such as /usr/bin/"+argv0+")") {
+			t.Errorf("%s by its bare name: %s", argv0, text(res))
+		}
+	}
+	res, content = call(t, op, opCtx, ToolGuestExec, map[string]any{"vmid": 100, "argv": []any{"/usr/bin/at", "now"}})
+	if !res.IsError || content["status"] == "confirmation_required" || !strings.Contains(text(res), "runs only when a policy names it") {
+		t.Errorf("at by its path, for operator: %s", text(res))
+	}
 	res, _ = call(t, admin, adminCtx, ToolGuestExec, map[string]any{"vmid": 100, "argv": []any{"/bin/sh", "-c", "id"}})
 	if !res.IsError || !strings.Contains(text(res), "runs only when a policy names it") {
 		t.Errorf("a shell, unnamed: %s", text(res))
