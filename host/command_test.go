@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,4 +248,46 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// The arguments of a command as the helper decodes them: strictly, and
+// an argument vector CheckArgv accepts holds to every rule; classifying
+// it never fails.
+func FuzzExecArgs(f *testing.F) {
+	f.Add([]byte(`{"argv":["zpool","status"],"timeout_sec":5}`))
+	f.Add([]byte(`{"argv":["find","/","-exec","id",";"],"cwd":"/srv","writable":["/srv/a"]}`))
+	f.Add([]byte(`{"argv":["sh\u0000","-c"],"stdin":"eA==","stdin_encoding":"base64"}`))
+	f.Add([]byte(`{"argv":[]}`))
+	f.Fuzz(func(t *testing.T, args []byte) {
+		op, err := parseOp("command.exec", args)
+		if err != nil {
+			if asWire(err).Code != "bad_request" {
+				t.Fatalf("decoding %q: %v is not a bad_request", args, err)
+			}
+			return
+		}
+		e := op.(*execOp)
+		if err := CheckArgv("argv", e.Argv); err != nil {
+			var pe *PathError
+			if !errors.As(err, &pe) || !strings.HasPrefix(pe.Field, "argv") {
+				t.Fatalf("CheckArgv(%q): %v names no argv field", e.Argv, err)
+			}
+			return
+		}
+		size := 0
+		for _, a := range e.Argv {
+			size += len(a)
+			if strings.IndexByte(a, 0) >= 0 || len(a) > MaxArgBytes {
+				t.Fatalf("accepted %q", a)
+			}
+		}
+		if len(e.Argv) == 0 || len(e.Argv) > MaxArgs || size > MaxArgvSize || e.Argv[0] == "" {
+			t.Fatalf("accepted argv %q", e.Argv)
+		}
+		switch c := Classify("/usr/bin/"+filepath.Base(e.Argv[0]), e.Argv); c {
+		case "", ClassShell, ClassInterpreter, ClassLauncher:
+		default:
+			t.Fatalf("class %q", c)
+		}
+	})
 }

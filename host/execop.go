@@ -103,7 +103,7 @@ func (o *execOp) do(ctx context.Context, s *Server) (any, error) {
 // skipped ("-").
 func (s *Server) sandbox(writable []string) Sandbox {
 	sb := Sandbox{Writable: writable}
-	for _, p := range s.opts.Protected {
+	for _, p := range ProtectedPaths(s.opts.Protected) {
 		sb.ReadOnly = append(sb.ReadOnly, "-"+p)
 	}
 	sb.Inaccessible = s.opts.Tree.InaccessiblePaths()

@@ -234,7 +234,9 @@ func (s *Server) HandleStream(ctx context.Context, peer Peer, body []byte, st St
 // input is the policy's input for an operation's canonical target.
 func (s *Server) input(req Request, pr keys.Principal, target policy.HostOp) *policy.Input {
 	p := policy.Principal{KeyID: pr.KeyID, Name: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source}
-	return PolicyInput(p, target, s.opts.Protected)
+	// The guard in the host's view: the protected paths and every other
+	// name the mount table gives them (bind mounts).
+	return PolicyInput(p, target, ProtectedPaths(s.opts.Protected))
 }
 
 // Ops are the operations the helper knows, with their tools.
