@@ -299,7 +299,7 @@ func (s *Server) guestExecVM(ctx context.Context, c Caller, call AuditCall, x gu
 	}
 	wire := url.Values{"command": x.argv}
 	if x.hasStdin {
-		wire.Set("input-data", x.stdin)
+		wire.Set("input-data", agentInput(x.stdin))
 	}
 	start := time.Now()
 	// The command goes through to PVE's answer even if the client hangs
@@ -445,9 +445,36 @@ func agentInt(v any) (int, bool) {
 	return int(f), ok
 }
 
+// PVE 9 passes bytes to and from the guest agent one character per
+// byte: qemu_exec base64-encodes input-data as the characters PVE decoded
+// from the request (each up to U+00FF one byte, a wider one refused), and
+// qemu_exec_status decodes the agent's base64 output into bytes that its
+// JSON encoder writes as the characters of those numbers. So the daemon
+// sends each byte of stdin as that character, and reads the output back
+// the same way: the guest gets and gives exactly its bytes.
+
+// agentInput is stdin as input-data: each byte as the character U+00XX.
+func agentInput(stdin string) string {
+	r := make([]rune, len(stdin))
+	for i := 0; i < len(stdin); i++ {
+		r[i] = rune(stdin[i])
+	}
+	return string(r)
+}
+
+// agentText is out-data or err-data as the guest wrote it: the bytes
+// the characters stand for, when none is beyond U+00FF (as PVE 9 sends
+// them); otherwise the text as it came.
 func agentText(v any) string {
 	s, _ := v.(string)
-	return s
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		if r > 0xff {
+			return s
+		}
+		b = append(b, byte(r))
+	}
+	return string(b)
 }
 
 // capStream is a guest command's stream as the host's commands answer

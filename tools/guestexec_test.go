@@ -88,6 +88,16 @@ func TestGuestExecInAVM(t *testing.T) {
 	if called.Args["stdin_bytes"] != 11 || called.Args["stdin"] != nil {
 		t.Errorf("the journal keeps stdin: %v", called.Args)
 	}
+	// Bytes beyond ASCII pass both ways unchanged (PVE carries them as one
+	// character per byte).
+	res, content = call(t, c, ctx, ToolGuestExec, map[string]any{"vmid": 100, "argv": []any{"cat"}, "stdin": "é●\n"})
+	if out := stream(t, content, "stdout"); res.IsError || out["data"] != "é●\n" || out["bytes"] != float64(6) {
+		t.Errorf("UTF-8 through the agent: %s", text(res))
+	}
+	res, content = call(t, c, ctx, ToolGuestExec, map[string]any{"vmid": 100, "argv": []any{"echo", "-n", "Grüße"}})
+	if out := stream(t, content, "stdout"); res.IsError || out["data"] != "Grüße" {
+		t.Errorf("UTF-8 output: %s", text(res))
+	}
 	res, _ = call(t, c, ctx, ToolGuestExec, map[string]any{"vmid": 100, "node": "pve2", "argv": []any{"true"}})
 	if !res.IsError || !strings.Contains(text(res), "guest 100 is on pve1, not on pve2") {
 		t.Errorf("a wrong node: %s", text(res))

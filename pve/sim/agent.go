@@ -10,12 +10,14 @@ import (
 // The QEMU guest agent's exec: POST …/agent/exec starts a command in the
 // guest and answers its PID, GET …/agent/exec-status answers whether it has
 // exited and, once it has, its exit code and output, after which the agent
-// forgets it (qemu-ga removes a finished process when it reports it). The
-// checks are PVE's (PVE::API2::Qemu::Agent, PVE::QemuServer::Agent): the
-// schema's VM.GuestAgent.Unrestricted on /vms/{vmid}, then
-// assert_agent_available — an agent in the configuration, the VM
-// running, the agent answering a ping (not when it is disabled or the VM
-// paused) — and the agent's own errors as "Agent error: …".
+// forgets it (qemu-ga removes a finished process when it reports it).
+// input-data and the output pass as PVE passes them, one character per
+// byte (latin1Bytes, latin1Text). The checks are PVE's
+// (PVE::API2::Qemu::Agent, PVE::QemuServer::Agent): the schema's
+// VM.GuestAgent.Unrestricted on /vms/{vmid}, then assert_agent_available —
+// an agent in the configuration, the VM running, the agent answering a
+// ping (not when it is disabled or the VM paused) — and the agent's own
+// errors as "Agent error: …".
 //
 // The guest is the simulator's, not a real one: it runs a small,
 // deterministic set of programs (guestPrograms), found by name or under
@@ -80,7 +82,14 @@ func (s *Sim) agentExec(r *request) (any, error) {
 	}
 	stdin := ""
 	if hasInput {
-		stdin = input[len(input)-1]
+		// qemu_exec base64-encodes the parameter as Perl holds it, a
+		// string of characters: each one up to U+00FF becomes that byte,
+		// and a wider one is refused by MIME::Base64.
+		b, ok := latin1Bytes(input[len(input)-1])
+		if !ok {
+			return nil, fail("Wide character in subroutine entry at /usr/share/perl5/PVE/QemuServer/Agent.pm line 135.")
+		}
+		stdin = string(b)
 	}
 	run, ok := guestPrograms[programName(argv[0])]
 	if !ok {
@@ -129,9 +138,33 @@ func (s *Sim) agentExecStatus(r *request) (any, error) {
 			st.data = st.data[:agentMaxOutput]
 			res[st.name+"-truncated"] = 1
 		}
-		res[st.name+"-data"] = string(st.data)
+		res[st.name+"-data"] = latin1Text(st.data)
 	}
 	return res, nil
+}
+
+// latin1Text is output as PVE answers it: qemu_exec_status decodes the
+// agent's base64 into bytes, and the JSON encoder writes each byte as the
+// character of that number (U+0000 to U+00FF), so UTF-8 output arrives
+// encoded twice.
+func latin1Text(b []byte) string {
+	r := make([]rune, len(b))
+	for i, c := range b {
+		r[i] = rune(c)
+	}
+	return string(r)
+}
+
+// latin1Bytes is a string of characters up to U+00FF as those bytes.
+func latin1Bytes(s string) ([]byte, bool) {
+	out := make([]byte, 0, len(s))
+	for _, r := range s {
+		if r > 0xff {
+			return nil, false
+		}
+		out = append(out, byte(r))
+	}
+	return out, true
 }
 
 // programName is the program argv[0] names in the simulated guest: a

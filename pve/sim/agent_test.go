@@ -74,6 +74,22 @@ func TestAgentExec(t *testing.T) {
 			t.Errorf("%s: %+v", argv, st)
 		}
 	}
+	// PVE passes bytes as characters: UTF-8 output arrives encoded twice,
+	// input-data reaches the guest one byte per character up to U+00FF
+	// and a wider one is refused.
+	pid, _ = e.agentRun("100", []string{"echo", "-n", "é●"}, nil)
+	if st, _ := e.agentStatus("100", pid); st.OutData == nil || *st.OutData != "\u00c3\u00a9\u00e2\u0097\u008f" {
+		t.Errorf("UTF-8 output: %+v", st)
+	}
+	latin := "é"
+	pid, _ = e.agentRun("100", []string{"cat"}, &latin)
+	if st, _ := e.agentStatus("100", pid); st.OutData == nil || *st.OutData != "é" {
+		t.Errorf("input-data é: %+v", st)
+	}
+	wide := "€"
+	if _, a := e.agentRun("100", []string{"cat"}, &wide); !strings.HasPrefix(a.String(), "500 Wide character in subroutine entry") {
+		t.Errorf("input-data €: %s", a)
+	}
 	pid, _ = e.agentRun("100", []string{"false"}, nil)
 	if st, _ := e.agentStatus("100", pid); st.ExitCode == nil || *st.ExitCode != 1 || st.OutData != nil {
 		t.Errorf("false: %+v", st)
