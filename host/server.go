@@ -61,8 +61,9 @@ type ServerOptions struct {
 
 // Server is the root helper's service: one request per connection.
 type Server struct {
-	opts ServerOptions
-	sem  chan struct{}
+	opts     ServerOptions
+	sem      chan struct{}
+	confirms *confirmations
 }
 
 // NewServer checks opts.
@@ -82,7 +83,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Server{opts: opts, sem: make(chan struct{}, opts.MaxConns)}, nil
+	cf, err := newConfirmations(time.Now)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{opts: opts, sem: make(chan struct{}, opts.MaxConns), confirms: cf}, nil
 }
 
 // Serve answers connections on l until ctx ends or, when idle is not
@@ -116,6 +121,11 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener, idle time.Durat
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
+			if s.confirms.waiting() {
+				// A confirmation token it gave is still valid: exiting
+				// would void it.
+				continue
+			}
 			s.opts.Logger.Info("helper: idle, exiting", "idle", idle)
 			return nil
 		}
@@ -225,10 +235,43 @@ func (s *Server) HandleStream(ctx context.Context, peer Peer, body []byte, st St
 		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, asWire(err))
 	}
 	d := s.opts.Policies.DecideHost(ctx, policy.Binding{Profile: pr.Profile, Policy: pr.Policy}, s.input(req, pr, target))
-	if d.Effect != policy.Allow {
+	switch d.Effect {
+	case policy.Allow:
+	case policy.Confirm:
+		if we := s.confirmed(req, pr, op, target, &d); we != nil {
+			return s.answer(ctx, peer, req, pr, op, d, we)
+		}
+	default:
 		return s.answer(ctx, peer, req, pr, op, d, &WireError{Code: "denied", Message: decisionText(d)})
 	}
 	return s.run(ctx, peer, req, pr, op, d)
+}
+
+// confirmed checks a decision that asks the caller to confirm: without a
+// token the answer is one (code confirm), bound to this key and this
+// exact operation; with one, it must be that token, unused and unexpired.
+// A confirmation by another principal is not taken yet. nil lets the
+// operation run, its decision saying it was confirmed.
+func (s *Server) confirmed(req Request, pr keys.Principal, op hostOp, target policy.HostOp, d *policy.Decision) *WireError {
+	for _, o := range d.Obligations {
+		if o.Approver != "" && o.Approver != "self" {
+			return &WireError{Code: "denied", Message: decisionText(*d) + " (it needs another principal's approval, which host operations do not take yet: nothing was done)"}
+		}
+	}
+	digest, err := opDigest(pr.KeyID, req.Op, target, op.journalArgs())
+	if err != nil {
+		return asWire(err)
+	}
+	if req.Confirm == "" {
+		token, exp := s.confirms.issue(digest)
+		return &WireError{Code: "confirm", Field: "confirm", Token: token, Expires: exp,
+			Message: fmt.Sprintf("%s asks for confirmation: %s", d.Policy, strings.Join(d.Reasons, "; "))}
+	}
+	if err := s.confirms.redeem(req.Confirm, digest); err != nil {
+		return &WireError{Code: "denied", Field: "confirm", Message: err.Error() + "; nothing was done"}
+	}
+	d.Reasons = append(slices.Clone(d.Reasons), "confirmed by the caller")
+	return nil
 }
 
 // input is the policy's input for an operation's canonical target.
@@ -391,6 +434,8 @@ func (s *Server) answer(ctx context.Context, peer Peer, req Request, pr keys.Pri
 	switch we.Code {
 	case "denied", "refused", "unauthenticated":
 		outcome = journal.OutcomeDenied
+	case "confirm":
+		outcome = journal.OutcomeConfirm
 	}
 	if _, err := s.opts.Journal.Record(ctx, call, journal.Result{Outcome: outcome, Error: we.Message}); err != nil {
 		s.opts.Logger.Error("helper: journal a refusal", "err", err)
@@ -404,8 +449,8 @@ func decisionText(d policy.Decision) string {
 	for _, r := range d.Reasons {
 		msg += "; " + r
 	}
-	if d.Effect == policy.Confirm || d.Effect == policy.Breakglass {
-		msg += " (host operations take no confirmation or break-glass yet: nothing was done)"
+	if d.Effect == policy.Breakglass {
+		msg += " (host operations take no break-glass yet: nothing was done)"
 	}
 	return msg
 }

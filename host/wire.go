@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +43,10 @@ type Request struct {
 	// by the operation.
 	Op   string          `json:"op"`
 	Args json.RawMessage `json:"args"`
+	// Confirm is the token of an earlier answer of code confirm: the
+	// caller confirms that exact operation (the helper issued the token
+	// and checks it; a daemon cannot make one).
+	Confirm string `json:"confirm,omitempty"`
 }
 
 // Response is the helper's answer. A command's answer may be preceded by
@@ -58,10 +63,14 @@ type Response struct {
 // WireError is a refusal or a failure, in words a person reads.
 type WireError struct {
 	// Code is what a caller branches on: bad_request, unauthenticated,
-	// denied, refused, conflict, not_found, failed.
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
+	// denied, refused, conflict, not_found, failed, and confirm (the
+	// policy asks the caller to confirm: Token, until Expires, confirms
+	// this exact operation once).
+	Code    string    `json:"code"`
+	Field   string    `json:"field,omitempty"`
+	Message string    `json:"message"`
+	Token   string    `json:"token,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 func (e *WireError) Error() string { return e.Code + ": " + e.Message }
@@ -170,6 +179,8 @@ func DecodeRequest(body []byte) (Request, error) {
 		return Request{}, bad("op", "must name an operation, such as file.read")
 	case len(req.Args) == 0 || req.Args[0] != '{':
 		return Request{}, bad("args", "must be a JSON object")
+	case len(req.Confirm) > 128:
+		return Request{}, bad("confirm", "too long to be a confirmation token")
 	}
 	return req, nil
 }

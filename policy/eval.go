@@ -103,11 +103,37 @@ func applyRunsOthers(d Decision, in *Input) Decision {
 		return d
 	}
 	c := in.Host.Command
-	if slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.Contains(r, c.Path) }) {
+	if slices.ContainsFunc(d.Reasons, func(r string) bool { return namesPath(r, c.Path) }) {
 		return d
 	}
 	return denyf(d.Policy, d.Digest, "%s is a %s: it runs other programs, so it runs only when a policy names it (a reason of the decision that allows it holding %s), and policy %s did not",
 		c.Path, c.Class, c.Path, d.Policy)
+}
+
+// namesPath says whether reason holds p as a word of its own: not inside
+// a longer name or path ("at" is not named by "confirmation", nor
+// /usr/bin/bash by /usr/bin/bash5), though a sentence may end after it.
+func namesPath(reason, p string) bool {
+	if p == "" {
+		return false
+	}
+	inName := func(b byte) bool {
+		return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("._/-+@", b) >= 0
+	}
+	for i := 0; ; {
+		j := strings.Index(reason[i:], p)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(p)
+		before := start == 0 || !inName(reason[start-1])
+		after := end == len(reason) || !inName(reason[end]) ||
+			reason[end] == '.' && (end+1 == len(reason) || reason[end+1] == ' ')
+		if before && after {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // applyHostReach enforces, over any policy, that a call which reaches the

@@ -159,3 +159,48 @@ host_decision := {"effect": "allow", "reasons": ["alice may run /usr/bin/bash"],
 		t.Errorf("the root profile on df: %+v; want an allow", d)
 	}
 }
+
+// A reason names a program only as a word of its own: a bare name such as
+// "at" inside "confirmation", or /usr/bin/bash inside /usr/bin/bash5, lets
+// nothing run (it did before: "needs confirmation" let the launcher at
+// run).
+func TestNamesPathIsAWord(t *testing.T) {
+	for _, tc := range []struct {
+		reason, path string
+		want         bool
+	}{
+		{"running a command inside lxc guest 200 needs confirmation", "at", false},
+		{"root keys may do anything on the host but what is always refused", "at", false},
+		{"alice may run /usr/bin/bash5", "/usr/bin/bash", false},
+		{"alice may run /usr/bin/bash", "/usr/bin/bash", true},
+		{"alice may run /usr/bin/bash.", "/usr/bin/bash", true},
+		{"alice may run /usr/bin/bash, nothing else", "/usr/bin/bash", true},
+		{"the sandbox test may run /usr/bin/dash", "/usr/bin/dash", true},
+		{"at may run inside 200", "at", true},
+		{"run (at) in 200", "at", true},
+		{"x/usr/bin/bash", "/usr/bin/bash", false},
+		{"", "at", false},
+		{"anything", "", false},
+	} {
+		if got := namesPath(tc.reason, tc.path); got != tc.want {
+			t.Errorf("namesPath(%q, %q) = %v; want %v", tc.reason, tc.path, got, tc.want)
+		}
+	}
+	ctx := context.Background()
+	s, err := NewStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngine(ctx, s, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := hostInput("guest.exec", "", schema.RiskDestructive)
+	in.Host = &HostOp{Op: "guest.exec", Guest: &GuestRef{VMID: 200, Type: "lxc", Node: "pve1"},
+		Command: &Command{Path: "at", Argv: []string{"at", "now"}, Cwd: "/", Class: "launcher", TimeoutSec: 60}}
+	for _, profile := range []string{"operator", "admin", "root"} {
+		if d := eng.DecideHost(ctx, Binding{Profile: profile}, in); d.Effect != Deny {
+			t.Errorf("%s on the launcher at inside a guest: %+v; want a deny", profile, d)
+		}
+	}
+}

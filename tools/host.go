@@ -81,6 +81,7 @@ func (s *Server) hostTools() []server.ServerTool {
 					"unit":   map[string]any{"type": "string", "description": "A unit name, such as pveproxy or cron.service (.service is added when there is no suffix)."},
 					"action": map[string]any{"type": "string", "enum": append([]string{"status"}, host.ServiceActions...), "description": "What to do (default status)."},
 					"lines":  map[string]any{"type": "integer", "minimum": 0, "maximum": host.MaxJournalLines, "description": "Journal lines with the status (default 10)."},
+					"confirm": confirmProperty,
 				}, "required": []string{"unit"}, "additionalProperties": false}),
 				annotate("A host service", hints{destructive: true})),
 			Handler: s.handleHost,
@@ -95,6 +96,7 @@ func (s *Server) hostTools() []server.ServerTool {
 					"timeout_sec":    map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxTimeout, "description": "Seconds before the command is killed (default 60)."},
 					"max_output":     map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxOutput, "description": "Bytes kept of each of stdout and stderr (default 65536)."},
 					"writable":       map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Paths the command may write, beneath allowed roots that allow writes (default none)."},
+					"confirm":        confirmProperty,
 				}, "required": []string{"argv"}, "additionalProperties": false}),
 				annotate("Run a host command", hints{destructive: true, openWorld: false})),
 			Handler: s.handleHost,
@@ -109,6 +111,7 @@ func (s *Server) hostTools() []server.ServerTool {
 				"mode":      map[string]any{"type": "string", "pattern": "^0?[0-7]{3}$", "description": "Permission bits as chmod takes them (default: the replaced file's, or 0644)."},
 				"uid":       map[string]any{"type": "integer", "minimum": 0, "description": "Owner (default: the replaced file's, or root)."},
 				"gid":       map[string]any{"type": "integer", "minimum": 0, "description": "Group (default: the replaced file's, or root)."},
+				"confirm":   confirmProperty,
 			}, []string{"path", "content", "sha256"}, hints{destructive: true, idempotent: true}),
 	}
 }
@@ -175,6 +178,13 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return nil, &toolError{outcome: journal.OutcomeDenied, text: "Refused: host operations need an API key, which the root helper verifies itself; this session has none (local-root). Nothing was done."}
 	}
 	op := target.Op
+	// A confirmation token goes in the envelope: the helper issued it and
+	// checks it.
+	confirmToken, err := optString(a, "confirm")
+	if err != nil {
+		return nil, err
+	}
+	delete(a, "confirm")
 	// The helper's arguments: the tool's, without the tool's own action
 	// of status.
 	if name == ToolHostService {
@@ -196,14 +206,16 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	d := s.opts.Policy.DecideHost(ctx, c.Binding, in)
 	// The journal's path is a path; a unit is in the arguments.
 	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: name, ConcretePath: target.Path, Args: hostJournalArgs(a), Risk: in.Risk, Decision: d}
-	if d.Effect != policy.Allow {
+	// A confirmation is the helper's to ask for and to check; the rest of
+	// what is not an allow is refused here.
+	if d.Effect != policy.Allow && d.Effect != policy.Confirm {
 		return s.hostRefused(ctx, call, d)
 	}
 	args, err := json.Marshal(a)
 	if err != nil {
 		return nil, argError("arguments", err.Error())
 	}
-	hreq := host.Request{V: host.WireVersion, ID: "d" + fmt.Sprint(s.opts.Now().UnixNano()), Key: c.Key.Reveal(), Source: c.Principal.Source, Op: op, Args: args}
+	hreq := host.Request{V: host.WireVersion, ID: "d" + fmt.Sprint(s.opts.Now().UnixNano()), Key: c.Key.Reveal(), Source: c.Principal.Source, Op: op, Args: args, Confirm: confirmToken}
 	var progress func(host.ExecProgress)
 	if name == ToolHostExec {
 		// The call lasts as long as the command may, and a little more:
@@ -288,7 +300,7 @@ func (s *Server) hostTarget(name string, a map[string]any) (policy.HostOp, error
 func (s *Server) hostRefused(ctx context.Context, call AuditCall, d policy.Decision) (*mcp.CallToolResult, error) {
 	text := fmt.Sprintf("Denied by %s: %s. Nothing was done.", d.Policy, strings.Join(d.Reasons, "; "))
 	if d.Effect != policy.Deny {
-		text = fmt.Sprintf("%s by %s: %s; host operations take no confirmation or break-glass yet, so nothing was done.", d.Effect, d.Policy, strings.Join(d.Reasons, "; "))
+		text = fmt.Sprintf("%s by %s: %s; host operations take no break-glass yet, so nothing was done.", d.Effect, d.Policy, strings.Join(d.Reasons, "; "))
 	}
 	if err := s.audit.Record(journalContext(ctx), call, AuditOutcome{Outcome: journal.OutcomeDenied, Error: text}); err != nil {
 		return errorResult("the journal refused the record of this call: " + err.Error()), nil
@@ -313,6 +325,9 @@ func hostResult(name string, resp host.Response, err error) (*mcp.CallToolResult
 		we := resp.Error
 		if we == nil {
 			we = &host.WireError{Code: "failed", Message: "the helper answered neither a result nor an error"}
+		}
+		if we.Code == "confirm" && we.Token != "" {
+			return confirmAsked(name, we)
 		}
 		outcome := journal.OutcomeError
 		switch we.Code {
@@ -542,4 +557,17 @@ func execSummary(c map[string]any) string {
 		return fmt.Sprintf("\n%s (%v bytes):\n%v", name, o["bytes"], o["data"])
 	}
 	return fmt.Sprintf("%v %v: %s after %v ms (unit %v).%s%s", c["path"], c["argv"], how, c["duration_ms"], c["unit"], out("stdout"), out("stderr"))
+}
+
+// confirmProperty is the confirm argument of the host tools that change
+// something.
+var confirmProperty = map[string]any{"type": "string", "description": "The confirmation token an earlier answer gave, when your policy asks you to confirm: the same call again with it goes ahead, once."}
+
+// confirmAsked is the helper's request for a confirmation, as a tool
+// answer: what to confirm, the token, until when. Nothing was done.
+func confirmAsked(name string, we *host.WireError) (*mcp.CallToolResult, AuditOutcome) {
+	text := fmt.Sprintf("Confirmation needed, nothing was done: %s\nTo go ahead, make the same %s call again with confirm set to the token below, before %s.",
+		we.Message, name, we.Expires.UTC().Format(time.RFC3339))
+	content := map[string]any{"status": "confirmation_required", "confirm": we.Token, "expires_at": we.Expires.UTC().Format(time.RFC3339), "reason": we.Message}
+	return structured(text, content), AuditOutcome{Outcome: journal.OutcomeConfirm, Error: we.Message}
 }
