@@ -78,9 +78,9 @@ func (s *Server) hostTools() []server.ServerTool {
 		{
 			Tool: mcp.NewTool(ToolHostService, mcp.WithDescription("A systemd unit on the host: its status (active and sub state, main PID, since when, restarts, the last journal lines), or start, stop, restart, reload, enable or disable it. The unit is named as systemd names it (aliases resolved); this server's own units are refused."),
 				rawSchema(map[string]any{"type": "object", "properties": map[string]any{
-					"unit":   map[string]any{"type": "string", "description": "A unit name, such as pveproxy or cron.service (.service is added when there is no suffix)."},
-					"action": map[string]any{"type": "string", "enum": append([]string{"status"}, host.ServiceActions...), "description": "What to do (default status)."},
-					"lines":  map[string]any{"type": "integer", "minimum": 0, "maximum": host.MaxJournalLines, "description": "Journal lines with the status (default 10)."},
+					"unit":    map[string]any{"type": "string", "description": "A unit name, such as pveproxy or cron.service (.service is added when there is no suffix)."},
+					"action":  map[string]any{"type": "string", "enum": append([]string{"status"}, host.ServiceActions...), "description": "What to do (default status)."},
+					"lines":   map[string]any{"type": "integer", "minimum": 0, "maximum": host.MaxJournalLines, "description": "Journal lines with the status (default 10)."},
 					"confirm": confirmProperty,
 				}, "required": []string{"unit"}, "additionalProperties": false}),
 				annotate("A host service", hints{destructive: true})),
