@@ -31,7 +31,7 @@ type hostBed struct {
 	hjournal *journal.Journal
 }
 
-func newHostBed(t *testing.T) *hostBed {
+func newHostBed(t testing.TB) *hostBed {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the helper and root's copy of the keys are root's")
@@ -115,7 +115,7 @@ func newHostBed(t *testing.T) *hostBed {
 
 // as is a session of the key made for profile; key replaces the key the
 // caller presents (a daemon lying about whom it calls for).
-func (b *hostBed) as(t *testing.T, profile, key string) (*client.Client, context.Context) {
+func (b *hostBed) as(t testing.TB, profile, key string) (*client.Client, context.Context) {
 	t.Helper()
 	if key == "" {
 		key = b.keys[profile]
