@@ -213,6 +213,47 @@ func (a *Local) adoptOnce(ctx context.Context, ad, sd *atomicfile.Dir) error {
 	return nil
 }
 
+// Replace makes the authority a copy of the given keys file and policy
+// store files: in cluster mode the sync, as root, writes here the state
+// it checked and mirrors (pmxcfs's last good state), so that the root
+// helper trusts what the sync trusts and never the service user's state
+// directory. The record says where the copy came from; a change made
+// later (cluster mode turned off) adopts nothing from the state directory.
+func (a *Local) Replace(ctx context.Context, policies map[string][]byte, keyData []byte, from string) error {
+	if err := requireRoot(); err != nil {
+		return err
+	}
+	ad, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer ad.Close()
+	unlock, err := ad.Lock(ctx, lockName)
+	if err != nil {
+		return fmt.Errorf("authority: %w", err)
+	}
+	defer unlock()
+	if err := MirrorPolicies(ctx, ad, policies); err != nil {
+		return fmt.Errorf("authority: %w", err)
+	}
+	if err := MirrorKeys(ctx, ad, keyData); err != nil {
+		return fmt.Errorf("authority: %w", err)
+	}
+	if _, err := ad.Lstat(recordName); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("authority: %w", err)
+	}
+	data, err := json.MarshalIndent(Record{Version: 1, Created: a.now().UTC(), AdoptedFrom: from}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("authority: %w", err)
+	}
+	if err := ad.WriteFile(recordName, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("authority: %w", err)
+	}
+	return nil
+}
+
 // countPolicies is the number of policy texts (versions and drafts) in a
 // checked tree, their tests aside.
 func countPolicies(files map[string][]byte) int {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
 	"github.com/proxmox-mcp/proxmox-mcp/authority"
@@ -13,7 +14,8 @@ import (
 const policiesLock = "policies.lock"
 
 // mirror writes a state into the state directory, where the daemon's
-// stores read it: the policies first (texts, then the index, then what
+// stores read it, and into root's copy beside it (package authority),
+// which the root helper reads: the policies first (texts, then the index, then what
 // the index no longer names is removed), the keys last, so that a key
 // bound to a new policy never appears before the policy. It writes only
 // what differs from what it last wrote (force: everything, as the first
@@ -48,6 +50,14 @@ func mirror(ctx context.Context, stateDir string, st *state, last mirrored, forc
 	if force || now.Keys != last.Keys {
 		if err := authority.MirrorKeys(ctx, sd, keyData); err != nil {
 			return last, false, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	// Root's copy, which the root helper trusts: the same state, beside
+	// the state directory where the service user cannot write. Without
+	// root (a developer's run) there is none, and the helper refuses.
+	if os.Geteuid() == 0 {
+		if err := authority.New(stateDir, nil, nil).Replace(ctx, pol, keyData, "pmxcfs"); err != nil {
+			return last, false, fmt.Errorf("cluster: root's copy for the helper: %w", err)
 		}
 	}
 	return now, true, nil

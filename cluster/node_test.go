@@ -16,6 +16,7 @@ import (
 
 	"github.com/proxmox-mcp/proxmox-mcp/cluster/pmxcfstest"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
@@ -455,5 +456,52 @@ func TestMirrorAndCacheRefuseTheServiceUser(t *testing.T) {
 	}
 	if _, err := n.node.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "root's alone") {
 		t.Fatalf("a refresh with the cache owned by uid 65534: %v", err)
+	}
+}
+
+// The root helper's copy in cluster mode: each refresh writes the state it
+// checked into root's copy beside the state directory (root's alone), so
+// a key made on another node verifies there, a revocation reaches it, and
+// an edit of the state directory by the service user does not.
+func TestRootsCopyForTheHelper(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: root's copy is root's")
+	}
+	_, nodes := simCluster(t, 2, pmxcfstest.Options{})
+	n1, n2 := nodes[0], nodes[1]
+	alice := create(t, n1.keys(t), "alice")
+	n2.refresh(t)
+	auth := authority.New(n2.state, nil, nil)
+	var st syscall.Stat_t
+	if err := syscall.Stat(auth.Dir(), &st); err != nil || st.Uid != 0 || st.Mode&0o077 != 0 {
+		t.Fatalf("root's copy %s: uid %d mode %o (%v); want root's alone", auth.Dir(), st.Uid, st.Mode&0o777, err)
+	}
+	rootKeys, err := keys.Open(auth.Dir(), keys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := keys.NewVerifier(rootKeys, keys.VerifierOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(context.Background(), alice.Key.Reveal(), "helper"); err != nil {
+		t.Fatalf("alice, made on pve1, in pve2's copy for the helper: %v", err)
+	}
+	// The service user edits its state directory: the copy is not it.
+	forged, err := keys.Open(n2.state, keys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory := create(t, forged, "mallory")
+	if _, err := v.Verify(context.Background(), mallory.Key.Reveal(), "helper"); err == nil {
+		t.Fatal("a key written into the state directory verifies in root's copy")
+	}
+	if _, err := n1.keys(t).Revoke(context.Background(), alice.Record.ID); err != nil {
+		t.Fatal(err)
+	}
+	n2.refresh(t)
+	v2, _ := keys.NewVerifier(rootKeys, keys.VerifierOptions{})
+	if _, err := v2.Verify(context.Background(), alice.Key.Reveal(), "helper"); err == nil {
+		t.Fatal("alice, revoked on pve1, still verifies in pve2's copy for the helper")
 	}
 }

@@ -42,9 +42,6 @@ func OpenHelper(ctx context.Context, o HelperOptions) (*Server, func() error, er
 	if os.Geteuid() != 0 {
 		return nil, nil, errors.New("host: the helper runs as root")
 	}
-	if cfg.Cluster.Enabled {
-		return nil, nil, errors.New("host: host operations in cluster mode are not supported yet (the helper would need pmxcfs's copy of the keys); nothing is served")
-	}
 	var st unix.Stat_t
 	if err := unix.Stat(cfg.StateDir, &st); err != nil {
 		return nil, nil, fmt.Errorf("host: the state directory %s: %w", cfg.StateDir, err)
@@ -54,7 +51,10 @@ func OpenHelper(ctx context.Context, o HelperOptions) (*Server, func() error, er
 	if err != nil {
 		return nil, nil, err
 	}
-	if !exists {
+	switch {
+	case !exists && cfg.Cluster.Enabled:
+		return nil, nil, fmt.Errorf("host: there is no root's copy of the keys yet (%s): in cluster mode the cluster sync writes it from pmxcfs (systemctl status proxmox-mcp-cluster)", auth.Dir())
+	case !exists:
 		return nil, nil, fmt.Errorf("host: there is no root's copy of the keys yet (%s): make or change a key as root (proxmox-mcp key create), which makes it", auth.Dir())
 	}
 	helperDir := HelperDir(cfg.StateDir)

@@ -80,19 +80,13 @@ func applyUnits(ctx context.Context, r *run) error {
 		r.say("  %s checks the LAN certificate daily", systemd.RenewTimer)
 	}
 	// The root helper (docs/host.md) starts on its socket's first
-	// connection; it does not serve in cluster mode yet.
+	// connection, in every mode (in cluster mode it reads root's copy the
+	// cluster sync writes).
 	cluster := r.plan.existing != nil && r.plan.existing.Cluster.Enabled
-	if cluster {
-		if err := r.systemctl(ctx, "disable", "--now", systemd.HelperSocket); err != nil {
-			return err
-		}
-		r.say("  %s is off: host operations are not served in cluster mode yet", systemd.HelperSocket)
-	} else {
-		if err := r.systemctl(ctx, "enable", "--now", systemd.HelperSocket); err != nil {
-			return err
-		}
-		r.say("  %s: the root helper starts on the daemon's first host operation", systemd.HelperSocket)
+	if err := r.systemctl(ctx, "enable", "--now", systemd.HelperSocket); err != nil {
+		return err
 	}
+	r.say("  %s: the root helper starts on the daemon's first host operation", systemd.HelperSocket)
 	// Cluster mode (`proxmox-mcp cluster enable`) adds the root-run sync
 	// that mirrors the shared keys and policies (docs/cluster.md).
 	if cluster {
@@ -125,13 +119,11 @@ func checkUnits(ctx context.Context, r *run) []Problem {
 		}
 		probs = append(probs, r.sys.checkAttrs(path, false, 0o644, rootOwner, "proxmox-mcp install")...)
 	}
-	if r.plan.existing == nil || !r.plan.existing.Cluster.Enabled {
-		if st := r.unitState(ctx, "is-enabled", systemd.HelperSocket); st != "enabled" {
-			probs = append(probs, Problem{
-				What: fmt.Sprintf("%s is %s, so no host operation can be made", systemd.HelperSocket, orUnknown(st)),
-				Fix:  "systemctl enable --now " + systemd.HelperSocket,
-			})
-		}
+	if st := r.unitState(ctx, "is-enabled", systemd.HelperSocket); st != "enabled" {
+		probs = append(probs, Problem{
+			What: fmt.Sprintf("%s is %s, so no host operation can be made", systemd.HelperSocket, orUnknown(st)),
+			Fix:  "systemctl enable --now " + systemd.HelperSocket,
+		})
 	}
 	if !r.plan.mode.LAN() {
 		for _, path := range renewUnits {

@@ -183,13 +183,21 @@ func (c *cli) clusterDisable(args []string) error {
 	if err := setClusterEnabled(path, false); err != nil {
 		return err
 	}
-	// Root's copy is local again: made afresh from what the sync, as
-	// root, last mirrored from pmxcfs.
+	// Root's copy is local again: the one the sync, as root, wrote from
+	// pmxcfs's last good state, with the state directory made its mirror
+	// (undoing any edit there); a node whose sync never wrote one adopts
+	// the state directory as a first change does.
 	auth := authority.New(cfg.StateDir, c.logger(cfg.Log.Level), nil)
-	if err := auth.Remove(); err != nil {
+	exists, err := auth.Exists()
+	if err != nil {
 		return err
 	}
-	if err := auth.Change(c.ctx, func(string) error { return nil }); err != nil {
+	if exists {
+		err = auth.Mirror(c.ctx)
+	} else {
+		err = auth.Change(c.ctx, func(string) error { return nil })
+	}
+	if err != nil {
 		return fmt.Errorf("cluster mode is off, but this node's authority could not be made: %w", err)
 	}
 	if *asJSON {
