@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/cluster/pmxcfstest"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
-	"github.com/proxmox-mcp/proxmox-mcp/authority"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
