@@ -226,6 +226,9 @@ func (s *Server) handleGuestExec(ctx context.Context, req mcp.CallToolRequest) (
 	call.Decision = d
 	switch {
 	case d.Effect == policy.Allow:
+	case d.Effect == policy.Confirm && kind == "lxc":
+		// In a container the helper asks for the confirmation and checks
+		// it, with a token of its own (the daemon cannot make one).
 	case d.Effect == policy.Confirm && approverOf(d) == "self":
 		if confirm == "" {
 			return s.askGuestExecConfirmation(ctx, call, c, x, d), nil
@@ -240,7 +243,7 @@ func (s *Server) handleGuestExec(ctx context.Context, req mcp.CallToolRequest) (
 			d.Effect, d.Policy, approverOf(d), strings.Join(d.Reasons, "; "), ToolGuestExec)), nil
 	}
 	if kind == "lxc" {
-		return s.guestExecContainer(ctx, c, call, x, progressToken(req)), nil
+		return s.guestExecContainer(ctx, c, call, x, confirm, progressToken(req)), nil
 	}
 	return s.guestExecVM(ctx, c, call, x, progressToken(req)), nil
 }
@@ -507,8 +510,9 @@ func capStream(data string, agentCut bool, limit int) host.Output {
 // guestExecContainer runs the command in a container through the root
 // helper's guest.exec (pct exec), exactly as the host tools reach it: the
 // caller's key, which the helper verifies and decides on again, the
-// intent journalled before, the helper's progress passed on.
-func (s *Server) guestExecContainer(ctx context.Context, c Caller, call AuditCall, x guestExec, token mcp.ProgressToken) *mcp.CallToolResult {
+// intent journalled before, the helper's progress passed on, and confirm,
+// the token of the helper's own request for a confirmation.
+func (s *Server) guestExecContainer(ctx context.Context, c Caller, call AuditCall, x guestExec, confirm string, token mcp.ProgressToken) *mcp.CallToolResult {
 	if s.opts.Host.Helper == nil {
 		return s.refuse(ctx, call, journal.OutcomeDenied, "Refused: guest exec in containers needs the root helper (installed with proxmox-mcp install). Nothing was done.")
 	}
@@ -523,7 +527,7 @@ func (s *Server) guestExecContainer(ctx context.Context, c Caller, call AuditCal
 	if err != nil {
 		return s.refuse(ctx, call, journal.OutcomeInvalid, "the arguments cannot be encoded: "+err.Error())
 	}
-	hreq := host.Request{V: host.WireVersion, ID: "d" + strconv.FormatInt(s.opts.Now().UnixNano(), 10), Key: c.Key.Reveal(), Source: c.Principal.Source, Op: "guest.exec", Args: args}
+	hreq := host.Request{V: host.WireVersion, ID: "d" + strconv.FormatInt(s.opts.Now().UnixNano(), 10), Key: c.Key.Reveal(), Source: c.Principal.Source, Op: "guest.exec", Args: args, Confirm: confirm}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(x.timeout)*time.Second+30*time.Second)
 	defer cancel()
 	id, err := s.audit.Intent(journalContext(ctx), call)
@@ -533,10 +537,12 @@ func (s *Server) guestExecContainer(ctx context.Context, c Caller, call AuditCal
 	start := s.opts.Now()
 	resp, err := s.opts.Host.Helper(ctx, hreq, s.execProgress(ctx, token))
 	if err != nil || !resp.OK || resp.Error != nil {
-		res, out := hostResult(ToolHostExec, resp, err)
+		// A request to confirm is the helper's own, with its token.
+		res, out := hostResult(ToolGuestExec, resp, err)
 		out.Duration = s.opts.Now().Sub(start)
 		if err != nil {
 			out.Outcome = journal.OutcomeUncertain
+			res = withHint(res, " The command may have run, in part or whole: check its effect in the container before running it again.")
 		}
 		s.receipt(ctx, id, out)
 		return res

@@ -311,11 +311,24 @@ func TestGuestExecInAContainer(t *testing.T) {
 		t.Fatalf("sent %+v", sent)
 	}
 
+	// An operator's command in a container: the helper asks for the
+	// confirmation and checks its own token.
+	answer = host.Response{Error: &host.WireError{Code: "confirm", Message: "running a command inside lxc guest 200 needs confirmation", Token: "hc1", Expires: time.Now().Add(5 * time.Minute)}}
+	op, opCtx := asKey(t, h, "operator", "pmcp_koperator_secret")
+	res, content := call(t, op, opCtx, ToolGuestExec, map[string]any{"vmid": 200, "argv": []any{"true"}})
+	if content["status"] != "confirmation_required" || content["confirm"] != "hc1" || !strings.Contains(text(res), "make the same proxmox_guest_exec call again") {
+		t.Errorf("the helper's confirmation: %s", text(res))
+	}
+	call(t, op, opCtx, ToolGuestExec, map[string]any{"vmid": 200, "argv": []any{"true"}, "confirm": "hc1"})
+	if last := sent[len(sent)-1]; sent[len(sent)-2].Confirm != "" || last.Confirm != "hc1" || last.Key != "pmcp_koperator_secret" {
+		t.Errorf("confirm in the envelope: %+v", sent[len(sent)-2:])
+	}
+
 	code := 3
 	result, _ := json.Marshal(host.ExecResult{Unit: "pmcp-exec-1.service", Argv: []string{"cat"}, Result: "exit-code", ExitCode: &code, DurationMS: 12,
 		Stdout: host.Output{Data: "x", Encoding: "utf-8", Bytes: 1}, Stderr: host.Output{Encoding: "utf-8"}})
 	answer = host.Response{OK: true, Result: result}
-	res, content := call(t, c, ctx, ToolGuestExec, map[string]any{"vmid": 200, "argv": []any{"cat"}, "stdin": "x"})
+	res, content = call(t, c, ctx, ToolGuestExec, map[string]any{"vmid": 200, "argv": []any{"cat"}, "stdin": "x"})
 	if res.IsError || content["exit_code"] != float64(3) || content["type"] != "lxc" || content["node"] != "pve1" || stream(t, content, "stdout")["data"] != "x" ||
 		!strings.Contains(text(res), "container 200 on pve1") {
 		t.Errorf("a container's answer: %s", text(res))
