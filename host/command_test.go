@@ -178,6 +178,7 @@ func TestHelperRefusesCommandsItCannotVouchFor(t *testing.T) {
 		{"guest: a VMID out of range", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 5, "argv": []string{"id"}}), "bad_request", "vmid 5: must be 100"},
 		{"guest: a container of no node here", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 4242, "argv": []string{"id"}}), "not_found", "is not a container of this node"},
 		{"guest: an argv with a NUL", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 4242, "argv": []string{"id", "a\x00"}}), "bad_request", "NUL"},
+		{"guest: a launcher named bare", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 4242, "argv": []string{"at", "now"}}), "bad_request", "absolute path"},
 		{"guest: a working directory it does not take", h.rootKey, exec(map[string]any{"op": "guest.exec", "vmid": 4242, "argv": []string{"id"}, "cwd": "/"}), "bad_request", `unknown field "cwd"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,6 +57,11 @@ func (o *guestExecOp) prepare(_ context.Context, s *Server) (policy.HostOp, erro
 	if err := CheckArgv("argv", o.Argv); err != nil {
 		return policy.HostOp{}, err
 	}
+	if class := Classify(o.Argv[0], o.Argv); class != "" && !strings.HasPrefix(o.Argv[0], "/") {
+		// A policy lets such a program run by naming its path; a bare
+		// name is too easily named by chance.
+		return policy.HostOp{}, &PathError{Field: "argv[0]", Path: o.Argv[0], Rule: fmt.Sprintf("is a %s (it runs other programs): inside a guest, name it by its absolute path, which a policy must name to let it run", class)}
+	}
 	limits := execOp{TimeoutSec: o.TimeoutSec, MaxOutput: o.MaxOutput}
 	if err := limits.checkLimits(); err != nil {
 		return policy.HostOp{}, err

@@ -429,3 +429,27 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, r *row, headID int64, 
 	}
 	return nil, err
 }
+
+// CheckIntent and CheckRecord are the checks Intent and Record make of a
+// call before writing anything, for the fakes of a journal that tests use:
+// a fake that takes what the journal refuses hides the bug.
+func CheckIntent(c Call) error {
+	if c.Decision.Effect == "" || c.Decision.Effect == "deny" {
+		return fmt.Errorf("%w: decision.effect %q: an intent needs a decision that lets the call go ahead", ErrInvalid, c.Decision.Effect)
+	}
+	if err := c.check(KindIntent, OutcomePending); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// CheckRecord: see CheckIntent.
+func CheckRecord(c Call, res Result) error {
+	if err := res.check(KindCall, c.Decision.Effect); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := c.check(KindCall, res.Outcome); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}

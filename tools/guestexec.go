@@ -202,8 +202,11 @@ func (s *Server) handleGuestExec(ctx context.Context, req mcp.CallToolRequest) (
 	journalArgs := hostJournalArgs(a)
 	delete(journalArgs, "confirm")
 	journalArgs["node"], journalArgs["type"] = located, kind
-	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: ToolGuestExec, Method: "POST", Args: journalArgs, Risk: in.Risk}
+	// A container's command is the helper's operation, not an API call:
+	// no method or path, as the host tools.
+	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: ToolGuestExec, Args: journalArgs, Risk: in.Risk}
 	if kind == "qemu" {
+		call.Method = "POST"
 		call.Endpoint, call.Path = schema.ToolName("POST", agentExecPath), agentExecPath
 		call.ConcretePath = pve.Path("nodes", located, "qemu", strconv.Itoa(vmid), "agent", "exec")
 	}

@@ -81,6 +81,10 @@ func (r *recorder) Intent(ctx context.Context, call AuditCall) (string, error) {
 	if r.fail != nil {
 		return "", r.fail
 	}
+	// What the journal would refuse, the recorder refuses too.
+	if err := journal.CheckIntent(call.Journal()); err != nil {
+		return "", fmt.Errorf("journal: %w", err)
+	}
 	r.n++
 	id := fmt.Sprintf("call-%d", r.n)
 	r.intents[id] = call
@@ -108,6 +112,9 @@ func (r *recorder) Record(ctx context.Context, call AuditCall, out AuditOutcome)
 	defer r.mu.Unlock()
 	if r.fail != nil {
 		return r.fail
+	}
+	if err := journal.CheckRecord(call.Journal(), out.Journal()); err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
 	r.records = append(r.records, recorded{call, out})
 	return nil

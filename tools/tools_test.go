@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
 )
 
@@ -515,14 +516,18 @@ func TestJournalOutlivesTheClient(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	id, err := h.audit.Intent(context.Background(), AuditCall{Method: "POST"})
+	// A call the journal takes (the recorder checks as the journal does).
+	stop := AuditCall{Tool: ToolCall, Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/status/stop", ConcretePath: "/nodes/pve1/qemu/100/status/stop",
+		Principal: policy.Principal{KeyID: "k1", Name: "alice", Transport: "loopback"}, Decision: policy.Decision{Effect: policy.Allow}}
+	id, err := h.audit.Intent(context.Background(), stop)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.srv.finishAudit(ctx, AuditCall{Method: "POST"}, id, AuditOutcome{Outcome: journal.OutcomeOK}); err != nil {
+	if err := h.srv.finishAudit(ctx, stop, id, AuditOutcome{Outcome: journal.OutcomeOK}); err != nil {
 		t.Errorf("receipt after the client left: %v", err)
 	}
-	h.srv.refuse(ctx, AuditCall{Method: "POST", Time: time.Now()}, journal.OutcomeDenied, "no")
+	stop.Time, stop.Decision = time.Now(), policy.Decision{Effect: policy.Deny}
+	h.srv.refuse(ctx, stop, journal.OutcomeDenied, "no")
 	if out := h.audit.outcomes(); len(out) != 2 {
 		t.Errorf("journal outcomes %v, want the receipt and the refusal", out)
 	}

@@ -371,6 +371,60 @@ func TestBootedExec(t *testing.T) {
 		}
 	})
 
+	t.Run("inside a container", func(t *testing.T) {
+		// Container 200 is the simulator's, on pve1; pct is fakepve's,
+		// which runs the command on the node itself when the container's
+		// configuration exists, as pct exec does after lxc-attach.
+		c.MustIn(t, "mkdir", "-p", "/etc/pve/lxc")
+		c.WriteFile("/etc/pve/lxc/200.conf", []byte("hostname: dns01\n"), 0o640)
+		operator := newKey("--name", "carol", "--profile", "operator")
+		c.MustIn(t, "systemctl", "reload", unit)
+		oc, octx := mcpClient(t, c, key.Endpoints.Loopback, operator)
+		guest := func(mc *client.Client, ctx context.Context, args map[string]any) (map[string]any, bool, string) {
+			t.Helper()
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "proxmox_guest_exec"
+			req.Params.Arguments = args
+			res, err := mc.CallTool(ctx, req)
+			if err != nil {
+				t.Fatalf("proxmox_guest_exec %v: %v", args, err)
+			}
+			var b strings.Builder
+			for _, ct := range res.Content {
+				if tc, ok := ct.(mcp.TextContent); ok {
+					b.WriteString(tc.Text)
+				}
+			}
+			sc, _ := res.StructuredContent.(map[string]any)
+			return sc, res.IsError, b.String()
+		}
+		args := map[string]any{"vmid": 200, "argv": []string{"printenv", "PMCP_FAKEPVE_CT"}}
+		sc, isErr, text := guest(oc, octx, args)
+		token, _ := sc["confirm"].(string)
+		if isErr || sc["status"] != "confirmation_required" || !strings.HasPrefix(token, "pmhc_") {
+			t.Fatalf("the operator's command in container 200: %s; want the helper's confirmation token\nhelper:\n%s", text, c.Journal("-u", "proxmox-mcp-helper", "-n", "20"))
+		}
+		args["confirm"] = token
+		sc, isErr, text = guest(oc, octx, args)
+		out, _ := sc["stdout"].(map[string]any)
+		if isErr || out["data"] != "200\n" {
+			t.Fatalf("the confirmed command in container 200: %s", text)
+		}
+		if _, isErr, text := guest(oc, octx, args); !isErr || !strings.Contains(text, "used already") {
+			t.Errorf("the same token again: %s", text)
+		}
+		// Root runs it without confirmation; a shell stays refused.
+		if sc, isErr, text := guest(rc, rctx, map[string]any{"vmid": 200, "argv": []string{"hostname"}}); isErr || sc["exit_code"] != float64(0) {
+			t.Errorf("root's hostname in container 200: %s", text)
+		}
+		if _, isErr, text := guest(rc, rctx, map[string]any{"vmid": 200, "argv": []string{"/bin/sh", "-c", "id"}}); !isErr || !strings.Contains(text, "names it") {
+			t.Errorf("root's shell in container 200: %s", text)
+		}
+		if _, isErr, text := guest(vc, vctx, map[string]any{"vmid": 200, "argv": []string{"hostname"}}); !isErr {
+			t.Errorf("the read-only key's command in container 200: %s", text)
+		}
+	})
+
 	t.Run("paged read through the tool", func(t *testing.T) {
 		// 64 MiB of random bytes read in pages of 1 MiB (base64 on the
 		// wire) through MCP, the daemon and the helper.
