@@ -297,6 +297,11 @@ type WriteRequest struct {
 	Mode *uint32 `json:"mode,omitempty"`
 	UID  *int    `json:"uid,omitempty"`
 	GID  *int    `json:"gid,omitempty"`
+	// Size, when set, makes this one chunk of a chunked write: the whole
+	// file's size, SHA256 the whole file's hash, and Data the chunk at
+	// Offset (upload.go).
+	Size   int64 `json:"size,omitempty"`
+	Offset int64 `json:"offset,omitempty"`
 }
 
 // Written is what a write did: evidence of the change.
@@ -338,45 +343,58 @@ func (t *Tree) Write(req WriteRequest) (Written, error) {
 	if err != nil {
 		return Written{}, err
 	}
-	dirfd := int(o.f.Fd())
-	w := Written{Path: p, Size: int64(len(req.Data)), SHA256: req.SHA256, Mode: "0644"}
-	mode, uid, gid := uint32(0o644), 0, 0
+	defer o.f.Close()
+	w, mode, uid, gid, err := target(int(o.f.Fd()), p, name, req)
+	if err != nil {
+		return Written{}, err
+	}
+	w.Size = int64(len(req.Data))
+	d, err := atomicfile.FromFile(o.f)
+	if err != nil {
+		return Written{}, fmt.Errorf("host: write %s: %w", p, err)
+	}
+	defer d.Close()
+	chown := func(f *os.File) error { return f.Chown(uid, gid) }
+	if err := d.WriteFileFunc(name, req.Data, fs.FileMode(mode&0o777), chown); err != nil {
+		return Written{}, fmt.Errorf("host: %w", err)
+	}
+	return w, nil
+}
+
+// target checks the conditions of a write on what is at name now (never
+// followed) and says what the write will be: created or replacing which
+// content, with which mode and owner.
+func target(dirfd int, p, name string, req WriteRequest) (w Written, mode uint32, uid, gid int, err error) {
+	w = Written{Path: p, SHA256: req.SHA256}
+	mode = 0o644
 	var st unix.Stat_t
 	switch err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
 	case errors.Is(err, unix.ENOENT):
 		if req.Create == "existing" {
-			o.f.Close()
-			return Written{}, fmt.Errorf("%w: %s does not exist (create is \"existing\")", ErrConflict, p)
+			return w, 0, 0, 0, fmt.Errorf("%w: %s does not exist (create is \"existing\")", ErrConflict, p)
 		}
 		if req.IfSHA256 != "" {
-			o.f.Close()
-			return Written{}, fmt.Errorf("%w: %s does not exist, so its content is not %s (if_sha256)", ErrConflict, p, req.IfSHA256)
+			return w, 0, 0, 0, fmt.Errorf("%w: %s does not exist, so its content is not %s (if_sha256)", ErrConflict, p, req.IfSHA256)
 		}
 		w.Created = true
 	case err != nil:
-		o.f.Close()
-		return Written{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+		return w, 0, 0, 0, &fs.PathError{Op: "stat", Path: p, Err: err}
 	default:
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			o.f.Close()
-			return Written{}, &PathError{Field: "path", Path: p, Rule: fmt.Sprintf("is a %s; only regular files are written (a link is never written through)", typeName(st.Mode))}
+			return w, 0, 0, 0, &PathError{Field: "path", Path: p, Rule: fmt.Sprintf("is a %s; only regular files are written (a link is never written through)", typeName(st.Mode))}
 		}
 		if st.Nlink > 1 {
-			o.f.Close()
-			return Written{}, &PathError{Field: "path", Path: p, Rule: fmt.Sprintf("has %d hard links; a file with other names is not replaced", st.Nlink)}
+			return w, 0, 0, 0, &PathError{Field: "path", Path: p, Rule: fmt.Sprintf("has %d hard links; a file with other names is not replaced", st.Nlink)}
 		}
 		if req.Create == "new" {
-			o.f.Close()
-			return Written{}, fmt.Errorf("%w: %s exists (create is \"new\")", ErrConflict, p)
+			return w, 0, 0, 0, fmt.Errorf("%w: %s exists (create is \"new\")", ErrConflict, p)
 		}
 		prev, err := hashAt(dirfd, name, p)
 		if err != nil {
-			o.f.Close()
-			return Written{}, err
+			return w, 0, 0, 0, err
 		}
 		if req.IfSHA256 != "" && prev != req.IfSHA256 {
-			o.f.Close()
-			return Written{}, fmt.Errorf("%w: %s has changed: its content is %s, not %s (if_sha256)", ErrConflict, p, prev, req.IfSHA256)
+			return w, 0, 0, 0, fmt.Errorf("%w: %s has changed: its content is %s, not %s (if_sha256)", ErrConflict, p, prev, req.IfSHA256)
 		}
 		w.Previous = prev
 		mode, uid, gid = st.Mode&0o7777, int(st.Uid), int(st.Gid)
@@ -390,23 +408,54 @@ func (t *Tree) Write(req WriteRequest) (Written, error) {
 	if req.GID != nil {
 		gid = *req.GID
 	}
-	d, err := atomicfile.FromFile(o.f)
-	if err != nil {
-		return Written{}, fmt.Errorf("host: write %s: %w", p, err)
-	}
-	defer d.Close()
-	chown := func(f *os.File) error { return f.Chown(uid, gid) }
-	if err := d.WriteFileFunc(name, req.Data, fs.FileMode(mode&0o777), chown); err != nil {
-		return Written{}, fmt.Errorf("host: %w", err)
-	}
 	w.Mode, w.UID, w.GID = fmt.Sprintf("%04o", mode&0o777), uid, gid
+	return w, mode, uid, gid, nil
+}
+
+// commit puts a checked staging file in place of name: the conditions of
+// the write checked on what is there now, the staging file given its
+// owner and mode, fsynced and renamed over name, the directory fsynced.
+func (t *Tree) commit(dirfd int, p, name, staging string, f *os.File, req WriteRequest) (Written, error) {
+	w, mode, uid, gid, err := target(dirfd, p, name, req)
+	if err != nil {
+		return Written{}, err
+	}
+	w.Size = req.Size
+	if err := f.Chown(uid, gid); err != nil {
+		return Written{}, fmt.Errorf("host: %s: %w", p, err)
+	}
+	if err := f.Chmod(fs.FileMode(mode & 0o777)); err != nil {
+		return Written{}, fmt.Errorf("host: %s: %w", p, err)
+	}
+	if err := f.Sync(); err != nil {
+		return Written{}, fmt.Errorf("host: fsync %s: %w", p, err)
+	}
+	if err := unix.Renameat(dirfd, staging, dirfd, name); err != nil {
+		return Written{}, &fs.PathError{Op: "rename", Path: p, Err: err}
+	}
+	if err := unix.Fsync(dirfd); err != nil {
+		return Written{}, &fs.PathError{Op: "fsync", Path: path.Dir(p), Err: err}
+	}
 	return w, nil
 }
 
 func checkWrite(req WriteRequest) error {
+	if len(req.Data) > MaxWriteSize {
+		return fmt.Errorf("data: %d bytes; at most %d are written at once (write a bigger file in chunks: offset and size)", len(req.Data), MaxWriteSize)
+	}
+	if err := checkWriteMeta(req); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(req.Data)
+	if got := hex.EncodeToString(sum[:]); got != req.SHA256 {
+		return fmt.Errorf("sha256: the data's SHA-256 is %s, not %s: the content was changed or cut on the way", got, req.SHA256)
+	}
+	return nil
+}
+
+// checkWriteMeta checks what a write says besides its data.
+func checkWriteMeta(req WriteRequest) error {
 	switch {
-	case len(req.Data) > MaxWriteSize:
-		return fmt.Errorf("data: %d bytes; at most %d are written at once", len(req.Data), MaxWriteSize)
 	case !isSHA256(req.SHA256):
 		return fmt.Errorf("sha256 %q: must be the 64 lower-case hex digits of the data's SHA-256", req.SHA256)
 	case req.IfSHA256 != "" && !isSHA256(req.IfSHA256):
@@ -419,10 +468,6 @@ func checkWrite(req WriteRequest) error {
 		return fmt.Errorf("uid %d: out of range", *req.UID)
 	case req.GID != nil && (*req.GID < 0 || *req.GID > 1<<31-2):
 		return fmt.Errorf("gid %d: out of range", *req.GID)
-	}
-	sum := sha256.Sum256(req.Data)
-	if got := hex.EncodeToString(sum[:]); got != req.SHA256 {
-		return fmt.Errorf("sha256: the data's SHA-256 is %s, not %s: the content was changed or cut on the way", got, req.SHA256)
 	}
 	return nil
 }

@@ -226,6 +226,8 @@ func (s *Server) HandleStream(ctx context.Context, peer Peer, body []byte, st St
 		e.stream = st
 	case *guestExecOp:
 		e.stream = st
+	case *writeOp:
+		e.keyID = pr.KeyID
 	}
 	if op.writes() && s.opts.RefuseWrites != "" {
 		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, &WireError{Code: "refused", Message: s.opts.RefuseWrites})
@@ -602,13 +604,27 @@ type writeOp struct {
 	Mode     string `json:"mode,omitempty"`
 	UID      *int   `json:"uid,omitempty"`
 	GID      *int   `json:"gid,omitempty"`
+	// Offset and Size make this one chunk of a chunked write (the whole
+	// file's size; sha256 the whole file's hash).
+	Offset *int64 `json:"offset,omitempty"`
+	Size   *int64 `json:"size,omitempty"`
 
-	req WriteRequest
+	req   WriteRequest
+	keyID string // the verified caller's, for the upload's id
 	fileTarget
 }
 
 func (o *writeOp) decode() error {
 	o.req = WriteRequest{Path: o.Path, SHA256: o.SHA256, IfSHA256: o.IfSHA256, Create: o.Create, UID: o.UID, GID: o.GID}
+	switch {
+	case o.Size != nil:
+		o.req.Size = *o.Size
+		if o.Offset != nil {
+			o.req.Offset = *o.Offset
+		}
+	case o.Offset != nil:
+		return &WireError{Code: "bad_request", Field: "offset", Message: "offset: a chunk needs size, the whole file's size"}
+	}
 	switch o.Encoding {
 	case "", "utf-8":
 		o.req.Data = []byte(o.Content)
@@ -642,9 +658,18 @@ func (o *writeOp) prepare(_ context.Context, s *Server) (policy.HostOp, error) {
 // journalArgs records the write without its content (its hash and size
 // are the evidence).
 func (o *writeOp) journalArgs() any {
-	return map[string]any{"path": o.Path, "sha256": o.SHA256, "size": len(o.req.Data), "if_sha256": o.IfSHA256, "create": o.Create, "mode": o.Mode}
+	a := map[string]any{"path": o.Path, "sha256": o.SHA256, "size": len(o.req.Data), "if_sha256": o.IfSHA256, "create": o.Create, "mode": o.Mode}
+	if o.Size != nil {
+		a["size"], a["chunk_offset"], a["chunk_bytes"] = o.req.Size, o.req.Offset, len(o.req.Data)
+	}
+	return a
 }
-func (o *writeOp) do(_ context.Context, s *Server) (any, error) { return s.opts.Tree.Write(o.req) }
+func (o *writeOp) do(_ context.Context, s *Server) (any, error) {
+	if o.Size != nil {
+		return s.opts.Tree.WriteChunk(o.req, UploadID(o.keyID, o.req))
+	}
+	return s.opts.Tree.Write(o.req)
+}
 
 // MaxJournalLines bounds service.status's journal lines.
 const MaxJournalLines = 200

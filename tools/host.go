@@ -101,7 +101,7 @@ func (s *Server) hostTools() []server.ServerTool {
 				annotate("Run a host command", hints{destructive: true, openWorld: false})),
 			Handler: s.handleHost,
 		},
-		tool(ToolHostWrite, "Write a host file", "Replace or create a whole host file atomically (temporary file, fsync, rename); never through a link. Give the content's sha256; if_sha256 makes it conditional on the current content. Answers the new and the previous hash.",
+		tool(ToolHostWrite, "Write a host file", "Replace or create a whole host file atomically (temporary file, fsync, rename); never through a link. Give the content's sha256; if_sha256 makes it conditional on the current content. Answers the new and the previous hash. A file over 8 MiB goes in chunks, in order: each call gives one chunk as content with its offset, the whole file's size and the whole file's sha256 (and the same other arguments); the last chunk puts the file in place.",
 			map[string]any{
 				"content":   map[string]any{"type": "string", "description": "The whole new content."},
 				"encoding":  map[string]any{"type": "string", "enum": []string{"utf-8", "base64"}, "description": "How content is written (default utf-8)."},
@@ -112,6 +112,8 @@ func (s *Server) hostTools() []server.ServerTool {
 				"uid":       map[string]any{"type": "integer", "minimum": 0, "description": "Owner (default: the replaced file's, or root)."},
 				"gid":       map[string]any{"type": "integer", "minimum": 0, "description": "Group (default: the replaced file's, or root)."},
 				"confirm":   confirmProperty,
+				"offset":    map[string]any{"type": "integer", "minimum": 0, "description": "A chunk's offset in the file (with size): the staged bytes so far."},
+				"size":      map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxUploadSize, "description": "The whole file's size, for a write in chunks; sha256 is then the whole file's."},
 			}, []string{"path", "content", "sha256"}, hints{destructive: true, idempotent: true}),
 	}
 }
@@ -362,6 +364,9 @@ func hostSummary(name string, c map[string]any) string {
 	case ToolHostList:
 		return fmt.Sprintf("%v: %d of %v entries.", c["path"], len(anySlice(c["entries"])), c["total"])
 	case ToolHostWrite:
+		if staged, ok := c["staged"]; ok {
+			return fmt.Sprintf("Staged %v of %v bytes of %v; send the next chunk at offset %v.", staged, c["size"], c["path"], staged)
+		}
 		if c["created"] == true {
 			return fmt.Sprintf("Created %v (%v bytes, sha256 %v).", c["path"], c["size"], c["sha256"])
 		}

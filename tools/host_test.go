@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"log/slog"
 	"net"
@@ -221,6 +223,31 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 		t.Errorf("summary %q", text(res))
 	}
 
+	// A file over one request's limit, in chunks through the tool.
+	big := make([]byte, 10<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	bigSum := sha256.Sum256(big)
+	const chunk = 4 << 20
+	for off := 0; off < len(big); off += chunk {
+		part := big[off:min(off+chunk, len(big))]
+		res, c := call(t, admin, adminCtx, ToolHostWrite, map[string]any{"path": b.root + "/big.bin", "content": base64.StdEncoding.EncodeToString(part), "encoding": "base64",
+			"sha256": hex.EncodeToString(bigSum[:]), "offset": off, "size": len(big)})
+		last := off+chunk >= len(big)
+		switch {
+		case res.IsError:
+			t.Fatalf("the chunk at %d: %s", off, text(res))
+		case !last && (num(c["staged"]) != int64(off+chunk) || !strings.Contains(text(res), "send the next chunk")):
+			t.Fatalf("the chunk at %d: %s", off, text(res))
+		case last && (c["created"] != true || num(c["size"]) != int64(len(big))):
+			t.Fatalf("the last chunk: %s", text(res))
+		}
+	}
+	if got, _ := os.ReadFile(b.root + "/big.bin"); !bytes.Equal(got, big) {
+		t.Error("the file written in chunks is not the data")
+	}
+
 	// The daemon refuses early what the caller's policy refuses: the
 	// helper never hears of it.
 	before, _ := b.hjournal.Tail(context.Background(), 100)
@@ -265,6 +292,8 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	// And the commands: two denied by the policy, five invalid, one the
 	// helper refused (its receipt, after the intent).
 	want = append(want, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeDenied)
+	// And the three chunks.
+	want = append(want, journal.OutcomeOK, journal.OutcomeOK, journal.OutcomeOK)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("the daemon journaled %v; want %v", got, want)
