@@ -109,6 +109,23 @@ func (a *Local) Change(ctx context.Context, fn func(stateDir string) error) erro
 // locked runs fn with the authority open and locked and the state
 // directory open (made when create is set).
 func (a *Local) locked(ctx context.Context, create bool, fn func(ad, sd *atomicfile.Dir) error) error {
+	return a.lockedAlone(ctx, func(ad *atomicfile.Dir) error {
+		open := atomicfile.OpenDir
+		if create {
+			open = func(p string) (*atomicfile.Dir, error) { return atomicfile.MkdirAll(p, 0o750) }
+		}
+		sd, err := open(a.stateDir)
+		if err != nil {
+			return fmt.Errorf("authority: the state directory: %w", err)
+		}
+		defer sd.Close()
+		return fn(ad, sd)
+	})
+}
+
+// lockedAlone runs fn with the authority open (made when missing) and
+// locked.
+func (a *Local) lockedAlone(ctx context.Context, fn func(ad *atomicfile.Dir) error) error {
 	ad, err := a.open()
 	if err != nil {
 		return err
@@ -119,16 +136,7 @@ func (a *Local) locked(ctx context.Context, create bool, fn func(ad, sd *atomicf
 		return fmt.Errorf("authority: %w", err)
 	}
 	defer unlock()
-	open := atomicfile.OpenDir
-	if create {
-		open = func(p string) (*atomicfile.Dir, error) { return atomicfile.MkdirAll(p, 0o750) }
-	}
-	sd, err := open(a.stateDir)
-	if err != nil {
-		return fmt.Errorf("authority: the state directory: %w", err)
-	}
-	defer sd.Close()
-	return fn(ad, sd)
+	return fn(ad)
 }
 
 // Mirror makes the state directory a copy of the authority again (as
@@ -223,35 +231,27 @@ func (a *Local) Replace(ctx context.Context, policies map[string][]byte, keyData
 	if err := requireRoot(); err != nil {
 		return err
 	}
-	ad, err := a.open()
-	if err != nil {
-		return err
-	}
-	defer ad.Close()
-	unlock, err := ad.Lock(ctx, lockName)
-	if err != nil {
-		return fmt.Errorf("authority: %w", err)
-	}
-	defer unlock()
-	if err := MirrorPolicies(ctx, ad, policies); err != nil {
-		return fmt.Errorf("authority: %w", err)
-	}
-	if err := MirrorKeys(ctx, ad, keyData); err != nil {
-		return fmt.Errorf("authority: %w", err)
-	}
-	if _, err := ad.Lstat(recordName); err == nil {
+	return a.lockedAlone(ctx, func(ad *atomicfile.Dir) error {
+		if err := MirrorPolicies(ctx, ad, policies); err != nil {
+			return fmt.Errorf("authority: %w", err)
+		}
+		if err := MirrorKeys(ctx, ad, keyData); err != nil {
+			return fmt.Errorf("authority: %w", err)
+		}
+		if _, err := ad.Lstat(recordName); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("authority: %w", err)
+		}
+		data, err := json.MarshalIndent(Record{Version: 1, Created: a.now().UTC(), AdoptedFrom: from}, "", "  ")
+		if err != nil {
+			return fmt.Errorf("authority: %w", err)
+		}
+		if err := ad.WriteFile(recordName, append(data, '\n'), 0o600); err != nil {
+			return fmt.Errorf("authority: %w", err)
+		}
 		return nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("authority: %w", err)
-	}
-	data, err := json.MarshalIndent(Record{Version: 1, Created: a.now().UTC(), AdoptedFrom: from}, "", "  ")
-	if err != nil {
-		return fmt.Errorf("authority: %w", err)
-	}
-	if err := ad.WriteFile(recordName, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("authority: %w", err)
-	}
-	return nil
+	})
 }
 
 // countPolicies is the number of policy texts (versions and drafts) in a

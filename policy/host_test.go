@@ -144,14 +144,7 @@ host_decision := {"effect": "allow", "reasons": ["alice may run /usr/bin/bash"],
 			}
 		})
 	}
-	s, err := NewStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := NewEngine(ctx, s, EngineOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := profileEngine(t)
 	if d := eng.DecideHost(ctx, Binding{Profile: "root"}, cmd("alice", "/usr/bin/bash", "shell")); d.Effect != Deny {
 		t.Errorf("the root profile on a shell: %+v; want a deny", d)
 	}
@@ -187,14 +180,7 @@ func TestNamesPathIsAWord(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	s, err := NewStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := NewEngine(ctx, s, EngineOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := profileEngine(t)
 	in := hostInput("guest.exec", "", schema.RiskDestructive)
 	in.Host = &HostOp{Op: "guest.exec", Guest: &GuestRef{VMID: 200, Type: "lxc", Node: "pve1"},
 		Command: &Command{Path: "at", Argv: []string{"at", "now"}, Cwd: "/", Class: "launcher", TimeoutSec: 60}}
@@ -203,4 +189,18 @@ func TestNamesPathIsAWord(t *testing.T) {
 			t.Errorf("%s on the launcher at inside a guest: %+v; want a deny", profile, d)
 		}
 	}
+}
+
+// profileEngine is an engine with the built-in profiles only.
+func profileEngine(t *testing.T) *Engine {
+	t.Helper()
+	s, err := NewStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngine(context.Background(), s, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }
