@@ -493,6 +493,7 @@ func pct(args []string, etc string) error {
 	}
 	vmid := args[1]
 	if _, err := os.Stat(filepath.Join(etc, "lxc", vmid+".conf")); err != nil {
+		//lint:ignore ST1005 pct's own message, as PVE prints it
 		return fmt.Errorf("Configuration file 'nodes/localhost/lxc/%s.conf' does not exist", vmid)
 	}
 	path, err := exec.LookPath(args[3])
