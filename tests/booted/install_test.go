@@ -170,7 +170,7 @@ func mcpClient(t *testing.T, c *Container, url, key string) (*client.Client, con
 // hc, closed when the test ends.
 func mcpSession(t *testing.T, url, key string, hc *http.Client, name string) (*client.Client, context.Context) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	mc, err := client.NewStreamableHttpClient(url,
 		mcptransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + key}),
