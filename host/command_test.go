@@ -260,6 +260,11 @@ func FuzzExecArgs(f *testing.F) {
 	f.Add([]byte(`{"argv":["sh\u0000","-c"],"stdin":"eA==","stdin_encoding":"base64"}`))
 	f.Add([]byte(`{"argv":[]}`))
 	f.Fuzz(func(t *testing.T, args []byte) {
+		if len(args) > 64<<10 {
+			// The argument rules are about sizes the envelope bounds;
+			// huge inputs only slow the smoke run past its deadline.
+			t.Skip()
+		}
 		op, err := parseOp("command.exec", args)
 		if err != nil {
 			if asWire(err).Code != "bad_request" {
