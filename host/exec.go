@@ -412,26 +412,32 @@ func (c *capped) total() int64 {
 	return c.n
 }
 
-// output is the stream as answered: text when it is utf-8 (a character
-// cut by the cap dropped), else base64; a cut stream says so in its text.
+// output is the stream as answered (OutputOf).
 func (c *capped) output() Output {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	data := c.buf.Bytes()
-	o := Output{Bytes: c.n, Truncated: c.n > int64(len(data))}
+	return OutputOf(c.buf.Bytes(), c.n, false)
+}
+
+// OutputOf is a stream as answered: kept, its first bytes, of total
+// written (cut: more was written than anyone counted, as a guest agent
+// says). Text when it is utf-8 (a character cut at the end dropped), else
+// base64; a cut stream says so at the end of its text.
+func OutputOf(kept []byte, total int64, cut bool) Output {
+	o := Output{Bytes: total, Truncated: cut || total > int64(len(kept))}
+	shown := kept
 	if o.Truncated {
-		// A character cut in the middle by the cap is dropped.
-		for i := 0; i < utf8.UTFMax && len(data) > 0 && !utf8.Valid(data); i++ {
-			data = data[:len(data)-1]
+		for i := 0; i < utf8.UTFMax && len(shown) > 0 && !utf8.Valid(shown); i++ {
+			shown = shown[:len(shown)-1]
 		}
 	}
-	if utf8.Valid(data) {
-		o.Encoding, o.Data = "utf-8", string(data)
+	if utf8.Valid(shown) {
+		o.Encoding, o.Data = "utf-8", string(shown)
 		if o.Truncated {
-			o.Data += fmt.Sprintf("\n[proxmox-mcp: output truncated: %d of %d bytes shown]\n", len(data), c.n)
+			o.Data += fmt.Sprintf("\n[proxmox-mcp: output truncated: %d of %d bytes shown]\n", len(shown), total)
 		}
 		return o
 	}
-	o.Encoding, o.Data = "base64", base64.StdEncoding.EncodeToString(c.buf.Bytes())
+	o.Encoding, o.Data = "base64", base64.StdEncoding.EncodeToString(kept)
 	return o
 }

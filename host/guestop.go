@@ -54,13 +54,8 @@ func (o *guestExecOp) prepare(_ context.Context, s *Server) (policy.HostOp, erro
 	if o.VMID < 100 || o.VMID > 999999999 {
 		return policy.HostOp{}, &WireError{Code: "bad_request", Field: "vmid", Message: fmt.Sprintf("vmid %d: must be 100 to 999999999", o.VMID)}
 	}
-	if err := CheckArgv("argv", o.Argv); err != nil {
+	if err := CheckGuestArgv("argv", o.Argv); err != nil {
 		return policy.HostOp{}, err
-	}
-	if class := Classify(o.Argv[0], o.Argv); class != "" && !strings.HasPrefix(o.Argv[0], "/") {
-		// A policy lets such a program run by naming its path; a bare
-		// name is too easily named by chance.
-		return policy.HostOp{}, &PathError{Field: "argv[0]", Path: o.Argv[0], Rule: fmt.Sprintf("is a %s (it runs other programs): inside a guest, name it by its absolute path, which a policy must name to let it run", class)}
 	}
 	limits := execOp{TimeoutSec: o.TimeoutSec, MaxOutput: o.MaxOutput}
 	if err := limits.checkLimits(); err != nil {
@@ -101,6 +96,21 @@ func (o *guestExecOp) do(ctx context.Context, s *Server) (any, error) {
 	// The answer names the command as the guest ran it.
 	res.Path, res.Argv = o.Argv[0], o.Argv
 	return res, err
+}
+
+// CheckGuestArgv holds a command inside a guest to the argv rules, and
+// refuses a shell, interpreter or launcher named without a path: the
+// engine lets one run only where a reason names its path, and a bare name
+// (at, sh) is found inside many a reason's words, an absolute path only
+// where a policy wrote it. The tool and the helper both apply it.
+func CheckGuestArgv(field string, argv []string) error {
+	if err := CheckArgv(field, argv); err != nil {
+		return err
+	}
+	if class := Classify(argv[0], argv); class != "" && !strings.HasPrefix(argv[0], "/") {
+		return &PathError{Field: field + "[0]", Path: argv[0], Rule: fmt.Sprintf("is a %s (it runs other programs): inside a guest, name it by its absolute path (such as /usr/bin/%s), which a policy must name to let it run", class, argv[0])}
+	}
+	return nil
 }
 
 // checkLimits applies the defaults and bounds of timeout_sec and

@@ -280,8 +280,13 @@ func (s *Server) confirmed(req Request, pr keys.Principal, op hostOp, target pol
 func (s *Server) input(req Request, pr keys.Principal, target policy.HostOp) *policy.Input {
 	p := policy.Principal{KeyID: pr.KeyID, Name: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source}
 	// The guard in the host's view: the protected paths and every other
-	// name the mount table gives them (bind mounts).
-	return PolicyInput(p, target, ProtectedPaths(s.opts.Protected))
+	// name the mount table gives them (bind mounts), read only for what
+	// can write (a read needs no guard).
+	protected := s.opts.Protected
+	if target.Op == "file.write" || target.Command != nil && len(target.Command.Writable) > 0 {
+		protected = ProtectedPaths(protected)
+	}
+	return PolicyInput(p, target, protected)
 }
 
 // Ops are the operations the helper knows, with their tools.

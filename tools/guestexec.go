@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -159,14 +157,8 @@ func (s *Server) handleGuestExec(ctx context.Context, req mcp.CallToolRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if err := host.CheckArgv("argv", argv); err != nil {
+	if err := host.CheckGuestArgv("argv", argv); err != nil {
 		return nil, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
-	}
-	if class := host.Classify(argv[0], argv); class != "" && !strings.HasPrefix(argv[0], "/") {
-		// The engine lets such a program run only where a reason names its
-		// path; a bare name (at, sh) is found inside many a reason's words,
-		// an absolute path only where a policy wrote it.
-		return nil, argError("argv[0]", fmt.Sprintf("%q is a %s (it runs other programs): inside a guest, name it by its absolute path (such as /usr/bin/%s), which a policy must name to let it run", argv[0], class, argv[0]))
 	}
 	x := guestExec{argv: argv, timeout: host.DefaultTimeout, maxOutput: host.DefaultMaxOutput}
 	if x.stdin, err = optString(a, "stdin"); err != nil {
@@ -491,23 +483,7 @@ func agentText(v any) string {
 // it kept).
 func capStream(data string, agentCut bool, limit int) host.Output {
 	b := []byte(data)
-	kept := b[:min(limit, len(b))]
-	o := host.Output{Bytes: int64(len(b)), Truncated: agentCut || len(kept) < len(b)}
-	shown := kept
-	if o.Truncated {
-		for i := 0; i < utf8.UTFMax && len(shown) > 0 && !utf8.Valid(shown); i++ {
-			shown = shown[:len(shown)-1]
-		}
-	}
-	if utf8.Valid(shown) {
-		o.Encoding, o.Data = "utf-8", string(shown)
-		if o.Truncated {
-			o.Data += fmt.Sprintf("\n[proxmox-mcp: output truncated: %d of %d bytes shown]\n", len(shown), len(b))
-		}
-		return o
-	}
-	o.Encoding, o.Data = "base64", base64.StdEncoding.EncodeToString(kept)
-	return o
+	return host.OutputOf(b[:min(limit, len(b))], int64(len(b)), agentCut)
 }
 
 // guestExecContainer runs the command in a container through the root

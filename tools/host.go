@@ -288,14 +288,10 @@ func (s *Server) hostTarget(name string, a map[string]any) (policy.HostOp, error
 	if p == "" {
 		return policy.HostOp{}, argError("path", "is required")
 	}
-	if _, err := host.CleanPath("path", p); err != nil {
-		return policy.HostOp{}, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
+	if err := s.hostPathCheck("path", p, false); err != nil {
+		return policy.HostOp{}, err
 	}
-	root := s.hostRoot(p)
-	if root == "" {
-		return policy.HostOp{}, &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument path %q: is not beneath an allowed root (%s)", p, strings.Join(s.hostRootPaths(), ", "))}
-	}
-	return policy.HostOp{Op: hostOps[name], Path: p, Root: root}, nil
+	return policy.HostOp{Op: hostOps[name], Path: p, Root: s.hostRoot(p)}, nil
 }
 
 // hostRefused journals and answers a call the caller's policy refused.
@@ -413,11 +409,16 @@ func hostJournalArgs(a map[string]any) map[string]any {
 func (s *Server) hostRoot(p string) string {
 	best := ""
 	for _, r := range s.opts.Host.Roots {
-		if (p == r.Path || r.Path == "/" || strings.HasPrefix(p, r.Path+"/")) && len(r.Path) > len(best) {
+		if beneathRoot(p, r.Path) && len(r.Path) > len(best) {
 			best = r.Path
 		}
 	}
 	return best
+}
+
+// beneathRoot says whether the canonical path p is root or beneath it.
+func beneathRoot(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
 }
 
 func (s *Server) hostRootPaths() []string {
@@ -493,7 +494,7 @@ func (s *Server) hostPathCheck(field, p string, write bool) error {
 		return &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
 	}
 	for _, r := range s.opts.Host.Roots {
-		if (p == r.Path || r.Path == "/" || strings.HasPrefix(p, r.Path+"/")) && (r.Write || !write) {
+		if beneathRoot(p, r.Path) && (r.Write || !write) {
 			return nil
 		}
 	}
