@@ -179,6 +179,13 @@ type Protected struct {
 	Devices []string `json:"devices,omitempty"`
 }
 
+// IsZero says nothing is protected (empty lists included), which
+// omitzero consults: an empty section is written as no section, so that
+// a configuration read back is the one written.
+func (p Protected) IsZero() bool {
+	return len(p.Paths) == 0 && len(p.Volumes) == 0 && len(p.Devices) == 0
+}
+
 // Changes configures the change contract (docs/changes.md).
 type Changes struct {
 	// PreviewWrites turns every write into a preview (a dry run): nothing
@@ -202,6 +209,10 @@ type ProtectedGuests struct {
 	VMIDs []int    `json:"vmids,omitempty"`
 	Tags  []string `json:"tags,omitempty"`
 }
+
+// IsZero says no guest is protected (empty lists included): see
+// Protected.IsZero.
+func (g ProtectedGuests) IsZero() bool { return len(g.VMIDs) == 0 && len(g.Tags) == 0 }
 
 // DefaultPlanTTL is how long a kept plan stays applicable.
 const DefaultPlanTTL = 15 * time.Minute
