@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/authority"
+	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
 	"github.com/proxmox-mcp/proxmox-mcp/config"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
@@ -23,6 +25,11 @@ import (
 // directory: beside it, "-helper" appended (/var/lib/proxmox-mcp-helper,
 // the unit's StateDirectory=, root:root 0700).
 func HelperDir(stateDir string) string { return filepath.Clean(stateDir) + "-helper" }
+
+// BreakglassDir is the break-glass service's directory for a state
+// directory, inside the helper's (docs/breakglass.md): the signing key,
+// the requests, the queue the runner's path unit watches, the results.
+func BreakglassDir(stateDir string) string { return filepath.Join(HelperDir(stateDir), "breakglass") }
 
 // HelperOptions say where the helper's configuration is.
 type HelperOptions struct {
@@ -100,21 +107,29 @@ func OpenHelper(ctx context.Context, o HelperOptions) (*Server, func() error, er
 	if refuse == "" && cfg.Changes.PreviewWrites {
 		refuse = "the preview_writes switch is on, and host writes have no preview yet"
 	}
-	devices := slices.Clone(cfg.Protected.Devices)
-	for _, v := range cfg.Protected.Volumes {
-		if !strings.Contains(v, ":") { // vg/lv; a storage volume ID is the API's
-			devices = append(devices, v)
-		}
-	}
-	srv, err := NewServer(ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: j, Services: &Services{},
-		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, ProtectedDevices: devices,
-		Socket: cfg.Host.HelperSocket(), RefuseWrites: refuse, Logger: o.Logger})
+	devices := append(slices.Clone(cfg.Protected.Devices), ProtectedLVs(cfg.Protected)...)
+	bg, err := OpenBreakglass(cfg, nil)
 	if err != nil {
 		j.Close()
 		tree.Close()
 		return nil, nil, err
 	}
-	return srv, func() error { return errors.Join(j.Close(), tree.Close()) }, nil
+	closeAll := func() error {
+		errs := []error{j.Close(), tree.Close()}
+		if bg != nil {
+			errs = append(errs, bg.Close())
+		}
+		return errors.Join(errs...)
+	}
+	srv, err := NewServer(ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: j, Services: &Services{},
+		PeerUIDs: []int{int(st.Uid), 0}, Protected: cfg.Protected.Paths, ProtectedDevices: devices,
+		Breakglass: bg, Lineage: Lineage(ks),
+		Socket: cfg.Host.HelperSocket(), RefuseWrites: refuse, Logger: o.Logger})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return srv, closeAll, nil
 }
 
 // rootOnlyDir makes dir when missing and refuses it unless it is a
@@ -132,4 +147,53 @@ func rootOnlyDir(dir string) error {
 		return fmt.Errorf("host: %s must be a directory of root's alone (root:root 0700); it is uid %d mode %04o: check it, then fix it", dir, st.Uid, st.Mode&0o7777)
 	}
 	return nil
+}
+
+// ProtectedLVs are the protected volumes that are logical volumes (vg/lv;
+// an entry with a colon is a PVE storage volume id, the API guard's).
+func ProtectedLVs(p config.Protected) []string {
+	var out []string
+	for _, v := range p.Volumes {
+		if !strings.Contains(v, ":") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// OpenBreakglass opens the break-glass service of a configuration, or
+// nil when nothing is protected. now is the clock (time.Now when nil).
+func OpenBreakglass(cfg *config.Config, now func() time.Time) (*breakglass.Service, error) {
+	lvs := ProtectedLVs(cfg.Protected)
+	if len(cfg.Protected.Paths) == 0 && len(lvs) == 0 {
+		return nil, nil
+	}
+	if err := rootOnlyDir(HelperDir(cfg.StateDir)); err != nil {
+		return nil, err
+	}
+	return breakglass.OpenService(breakglass.ServiceOptions{Dir: BreakglassDir(cfg.StateDir), Now: now,
+		Repository: breakglass.Repository{Paths: cfg.Protected.Paths, Volumes: lvs, LVM: breakglass.LVMTools{}}})
+}
+
+// Lineage is the lineage of a key in a store: the first key of its
+// rotations (RotatedFrom followed back), or the key itself.
+func Lineage(ks *keys.Store) func(string) string {
+	return func(id string) string {
+		recs, err := ks.List()
+		if err != nil {
+			return id
+		}
+		from := map[string]string{}
+		for _, r := range recs {
+			from[r.ID] = r.RotatedFrom
+		}
+		for range len(recs) + 1 {
+			prev := from[id]
+			if prev == "" {
+				break
+			}
+			id = prev
+		}
+		return id
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
@@ -52,6 +53,12 @@ type ServerOptions struct {
 	// configuration's switches (read_only, allow_mutations off,
 	// preview_writes), which the helper applies itself.
 	RefuseWrites string
+	// Breakglass keeps the break-glass protocol's records and signs
+	// (docs/breakglass.md); nil refuses its steps.
+	Breakglass *breakglass.Service
+	// Lineage is a key's lineage, the first key of its rotations (the
+	// key itself when nil): two keys of one lineage are one principal.
+	Lineage func(keyID string) string
 	// ReadTimeout bounds reading a request (5 s).
 	ReadTimeout time.Duration
 	// MaxConns bounds the connections served at once (8).
@@ -228,6 +235,8 @@ func (s *Server) HandleStream(ctx context.Context, peer Peer, body []byte, st St
 		e.stream = st
 	case *writeOp:
 		e.keyID = pr.KeyID
+	case breakglassStep:
+		e.bind(s.principalOf(pr), s.opts.Breakglass)
 	}
 	if op.writes() && s.opts.RefuseWrites != "" {
 		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, &WireError{Code: "refused", Message: s.opts.RefuseWrites})
@@ -236,7 +245,14 @@ func (s *Server) HandleStream(ctx context.Context, peer Peer, body []byte, st St
 	if err != nil {
 		return s.answer(ctx, peer, req, pr, op, policy.Decision{}, asWire(err))
 	}
-	d := s.opts.Policies.DecideHost(ctx, policy.Binding{Profile: pr.Profile, Policy: pr.Policy}, s.input(req, pr, target))
+	d := s.opts.Policies.DecideHost(ctx, policy.Binding{Profile: pr.Profile, Policy: pr.Policy}, s.input(req, pr, op, target))
+	if step, ok := op.(breakglassStep); ok {
+		// A break-glass step runs on the one effect it needs.
+		if d.Effect != step.wants() {
+			return s.answer(ctx, peer, req, pr, op, d, &WireError{Code: "denied", Message: stepRefusal(d, step.wants())})
+		}
+		return s.run(ctx, peer, req, pr, op, d)
+	}
 	switch d.Effect {
 	case policy.Allow:
 	case policy.Confirm:
@@ -277,8 +293,13 @@ func (s *Server) confirmed(req Request, pr keys.Principal, op hostOp, target pol
 }
 
 // input is the policy's input for an operation's canonical target.
-func (s *Server) input(req Request, pr keys.Principal, target policy.HostOp) *policy.Input {
+func (s *Server) input(req Request, pr keys.Principal, op hostOp, target policy.HostOp) *policy.Input {
 	p := policy.Principal{KeyID: pr.KeyID, Name: pr.Name, Profile: pr.Profile, Policy: pr.Policy, Transport: "helper", Source: req.Source}
+	if b, ok := op.(interface {
+		policyInput(policy.Principal, string) *policy.Input
+	}); ok {
+		return b.policyInput(p, op.tool())
+	}
 	// The guard in the host's view: the protected paths and every other
 	// name the mount table gives them (bind mounts), read only for what
 	// can write (a read needs no guard).
@@ -299,6 +320,13 @@ var Ops = map[string]string{
 	"service.control": "proxmox_host_service",
 	"command.exec":    "proxmox_host_exec",
 	"guest.exec":      "proxmox_guest_exec",
+
+	OpBreakglassStage:    "proxmox_breakglass_stage",
+	OpBreakglassRequest:  "proxmox_breakglass_request",
+	"breakglass.confirm": "proxmox_breakglass_confirm",
+	OpBreakglassApprove:  "proxmox_breakglass_approve",
+	"breakglass.deny":    "proxmox_breakglass_deny",
+	OpBreakglassStatus:   "proxmox_breakglass_status",
 }
 
 // Risk is an operation's risk class: reads, a file write, and of the
@@ -316,6 +344,12 @@ func Risk(h policy.HostOp) schema.Risk {
 	case "command.exec", "guest.exec":
 		// A command may do anything its sandbox lets it.
 		return schema.RiskDestructive
+	case OpBreakglassRequest, OpBreakglassApprove:
+		// The protected repository's files and volumes, deleted or
+		// replaced.
+		return schema.RiskDestructive
+	case OpBreakglassStage:
+		return schema.RiskWrite
 	}
 	return schema.RiskRead
 }
@@ -362,7 +396,7 @@ func (s *Server) run(ctx context.Context, peer Peer, req Request, pr keys.Princi
 	call := s.call(peer, req, pr, op, d)
 	if !op.writes() {
 		res, err := op.do(ctx, s)
-		return s.finish(ctx, req.ID, call, start, res, err, false)
+		return s.finish(ctx, req.ID, op, call, start, res, err, false)
 	}
 	ev, err := s.opts.Journal.Intent(ctx, call)
 	if err != nil {
@@ -370,12 +404,12 @@ func (s *Server) run(ctx context.Context, peer Peer, req Request, pr keys.Princi
 	}
 	call.ID = ev.CallID
 	res, err := op.do(ctx, s)
-	return s.finish(ctx, req.ID, call, start, res, err, true)
+	return s.finish(ctx, req.ID, op, call, start, res, err, true)
 }
 
 // finish journals how an operation ended (the receipt of a write, the one
 // row of a read) and answers; the answer carries the daemon's id.
-func (s *Server) finish(ctx context.Context, id string, call journal.Call, start time.Time, res any, err error, receipt bool) Response {
+func (s *Server) finish(ctx context.Context, id string, op hostOp, call journal.Call, start time.Time, res any, err error, receipt bool) Response {
 	resp := Response{ID: id}
 	result := journal.Result{Outcome: journal.OutcomeOK, Duration: time.Since(start)}
 	if err != nil {
@@ -384,6 +418,9 @@ func (s *Server) finish(ctx context.Context, id string, call journal.Call, start
 	} else if resp.Result, err = json.Marshal(res); err != nil {
 		resp.Error = &WireError{Code: "failed", Message: "encode the answer: " + err.Error()}
 		result.Outcome, result.Error = journal.OutcomeError, resp.Error.Message
+	}
+	if err == nil {
+		bgEvidence(op, &result)
 	}
 	var jerr error
 	if receipt {
@@ -457,7 +494,7 @@ func decisionText(d policy.Decision) string {
 		msg += "; " + r
 	}
 	if d.Effect == policy.Breakglass {
-		msg += " (host operations take no break-glass yet: nothing was done)"
+		msg += " (a change to the protected repository is a break-glass request: proxmox_breakglass_request; nothing was done)"
 	}
 	return msg
 }
@@ -466,6 +503,9 @@ func decisionText(d policy.Decision) string {
 func asWire(err error) *WireError {
 	var we *WireError
 	if errors.As(err, &we) {
+		return we
+	}
+	if we := bgWire(err); we != nil {
 		return we
 	}
 	var pe *PathError
@@ -523,6 +563,18 @@ func parseOp(op string, args json.RawMessage) (hostOp, error) {
 		v = &execOp{}
 	case "guest.exec":
 		v = &guestExecOp{}
+	case OpBreakglassStage:
+		v = &bgStageOp{}
+	case OpBreakglassRequest:
+		v = &bgRequestOp{}
+	case "breakglass.confirm":
+		v = &bgConfirmOp{}
+	case OpBreakglassApprove:
+		v = &bgApproveOp{}
+	case "breakglass.deny":
+		v = &bgDenyOp{}
+	case OpBreakglassStatus:
+		v = &bgStatusOp{}
 	default:
 		return nil, &WireError{Code: "bad_request", Field: "op", Message: fmt.Sprintf("op %q: the helper knows %s", op, strings.Join(slices.Sorted(maps.Keys(Ops)), ", "))}
 	}
@@ -743,4 +795,13 @@ func resolveUnit(ctx context.Context, s *Server, unit string) (string, error) {
 		return "", &WireError{Code: "refused", Message: errNoServices.Error()}
 	}
 	return s.opts.Services.Resolve(ctx, "unit", unit)
+}
+
+// stepRefusal says why a break-glass step's decision does not let it run.
+func stepRefusal(d policy.Decision, want policy.Effect) string {
+	msg := decisionText(d)
+	if want == policy.Breakglass {
+		return msg + " (a break-glass request and its requester's steps need a policy that asks for break-glass on the protected repository, such as the root profile's; nothing was done)"
+	}
+	return msg + " (this break-glass step needs a policy that allows it: approving and denying others' requests is host operation breakglass.approve, staging content breakglass.stage, reading requests breakglass.status; nothing was done)"
 }

@@ -153,8 +153,8 @@ func TestHelperRefusesALyingDaemon(t *testing.T) {
 		{"a refused file", daemon, request(t, h.rootKey, "file.read", map[string]any{"path": h.root + "/sub/node.key"}), "refused", "whatever the policy"},
 		{"the policy says no", daemon, request(t, h.readOnly, "file.read", read), "denied", "only read files under /var/log"},
 		{"a write to the repository by admin", daemon, request(t, h.admin, "file.write", map[string]any{"path": h.protected + "/m.bin", "content": "x", "sha256": sum([]byte("x"))}), "denied", "cannot request break-glass"},
-		{"a write to the repository by root", daemon, request(t, h.rootKey, "file.write", map[string]any{"path": h.protected + "/m.bin", "content": "x", "sha256": sum([]byte("x"))}), "denied", "break-glass yet"},
-		{"an unknown op", daemon, request(t, h.rootKey, "file.chmod", read), "bad_request", "knows command.exec, file.list, file.read, file.stat, file.write, guest.exec, service.control"},
+		{"a write to the repository by root", daemon, request(t, h.rootKey, "file.write", map[string]any{"path": h.protected + "/m.bin", "content": "x", "sha256": sum([]byte("x"))}), "denied", "proxmox_breakglass_request"},
+		{"an unknown op", daemon, request(t, h.rootKey, "file.chmod", read), "bad_request", "knows breakglass.approve, breakglass.confirm, breakglass.deny, breakglass.request, breakglass.stage, breakglass.status, command.exec, file.list, file.read, file.stat, file.write, guest.exec, service.control"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, err := h.j.Tail(ctx, 1000)

@@ -298,7 +298,7 @@ func (s *Server) hostTarget(name string, a map[string]any) (policy.HostOp, error
 func (s *Server) hostRefused(ctx context.Context, call AuditCall, d policy.Decision) (*mcp.CallToolResult, error) {
 	text := fmt.Sprintf("Denied by %s: %s. Nothing was done.", d.Policy, strings.Join(d.Reasons, "; "))
 	if d.Effect != policy.Deny {
-		text = fmt.Sprintf("%s by %s: %s; host operations take no break-glass yet, so nothing was done.", d.Effect, d.Policy, strings.Join(d.Reasons, "; "))
+		text = fmt.Sprintf("%s by %s: %s; a change to the protected repository goes through break-glass (proxmox_breakglass_request, then a second principal's approval), so nothing was done.", d.Effect, d.Policy, strings.Join(d.Reasons, "; "))
 	}
 	if err := s.audit.Record(journalContext(ctx), call, AuditOutcome{Outcome: journal.OutcomeDenied, Error: text}); err != nil {
 		return errorResult("the journal refused the record of this call: " + err.Error()), nil
