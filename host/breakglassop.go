@@ -283,9 +283,11 @@ type bgDenyOp struct {
 	requester bool
 }
 
-func (o *bgDenyOp) tool() string     { return Ops["breakglass.deny"] }
-func (o *bgDenyOp) writes() bool     { return true }
-func (o *bgDenyOp) journalArgs() any { return map[string]any{"id": o.ID, "digest": o.rec.Digest, "reason": o.Reason} }
+func (o *bgDenyOp) tool() string { return Ops["breakglass.deny"] }
+func (o *bgDenyOp) writes() bool { return true }
+func (o *bgDenyOp) journalArgs() any {
+	return map[string]any{"id": o.ID, "digest": o.rec.Digest, "reason": o.Reason}
+}
 func (o *bgDenyOp) wants() policy.Effect {
 	if o.requester {
 		return policy.Breakglass
