@@ -56,6 +56,7 @@ func commands() map[string]command {
 		installCommands(),
 		clusterCommands(),
 		helperCommands(),
+		breakglassCommands(),
 		toolsCommands(),
 		statusCommands(),
 		completionCommands(),

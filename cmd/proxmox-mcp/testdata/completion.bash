@@ -2,13 +2,20 @@
 _proxmox_mcp() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=${COMP_WORDS[1]}
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W 'help audit call cluster completion config demo doctor helper install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'help audit breakglass call cluster completion config demo doctor helper install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
 		return
 	fi
 	case $cmd in
 	audit)
 		if [ "$COMP_CWORD" -eq 2 ]; then
 			COMPREPLY=($(compgen -W 'backup bundle export intents resolve show tail verify' -- "$cur"))
+			return
+		fi
+		cmd="$cmd ${COMP_WORDS[2]}"
+		;;
+	breakglass)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W 'approve deny list rotate-key run show' -- "$cur"))
 			return
 		fi
 		cmd="$cmd ${COMP_WORDS[2]}"
@@ -70,7 +77,7 @@ _proxmox_mcp() {
 		cmd="$cmd ${COMP_WORDS[2]}"
 		;;
 	help)
-		COMPREPLY=($(compgen -W 'audit call cluster completion config demo doctor helper install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'audit breakglass call cluster completion config demo doctor helper install key pki policy schema serve sim status stdio tools uninstall units version' -- "$cur"))
 		return
 		;;
 	esac
@@ -152,6 +159,53 @@ _proxmox_mcp() {
 			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 		esac
 		flags='--config --journal --json --output-format --state-dir -h'
+		;;
+	"breakglass approve")
+		case $prev in
+			--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+			--digest) COMPREPLY=(); return ;;
+			--output-format) COMPREPLY=($(compgen -W 'json json-pretty text' -- "$cur")); return ;;
+			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+		esac
+		flags='--config --digest --json --output-format --state-dir -h'
+		;;
+	"breakglass deny")
+		case $prev in
+			--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+			--reason) COMPREPLY=(); return ;;
+			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+		esac
+		flags='--config --reason --state-dir -h'
+		;;
+	"breakglass list")
+		case $prev in
+			--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+			--output-format) COMPREPLY=($(compgen -W 'json json-pretty text' -- "$cur")); return ;;
+			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+		esac
+		flags='--config --json --output-format --state-dir -h'
+		;;
+	"breakglass rotate-key")
+		case $prev in
+			--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+		esac
+		flags='--config --state-dir -h'
+		;;
+	"breakglass run")
+		case $prev in
+			--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+		esac
+		flags='--config --state-dir -h'
+		;;
+	"breakglass show")
+		case $prev in
+			--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+			--output-format) COMPREPLY=($(compgen -W 'json json-pretty text' -- "$cur")); return ;;
+			--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+		esac
+		flags='--config --json --output-format --state-dir -h'
 		;;
 	"call")
 		case $prev in

@@ -7,6 +7,7 @@ _proxmox_mcp() {
 	if (( CURRENT == 2 )); then
 		cmds=(
 			'audit:audit commands'
+			'breakglass:breakglass commands'
 			'call:pvesh-style API call (get|create|set|delete /path (--param v)...) through the daemon'\''s plan, policy and journal'
 			'cluster:cluster commands'
 			'completion:print the shell completion script for bash or zsh (the .deb installs both)'
@@ -44,6 +45,23 @@ _proxmox_mcp() {
 				'show:show one operation - its request, receipt, evidence and resolutions'
 				'tail:show the last calls in the audit journal (--follow - and new ones as they come)'
 				'verify:check the audit journal'\''s hash chain; exit 1 if it is broken'
+			)
+			_describe -t commands 'command' cmds
+			return
+		fi
+		cmd="$cmd $words[3]"
+		shift words
+		(( CURRENT-- ))
+		;;
+	breakglass)
+		if (( CURRENT == 3 )); then
+			cmds=(
+				'approve:approve a break-glass request as root at the host, the second confirmation (as root)'
+				'deny:deny a break-glass request that has not run (as root)'
+				'list:list the break-glass requests, the newest first, with their state (as root)'
+				'rotate-key:replace the break-glass signing key - requests signed and not yet run are refused by the runner (as root)'
+				'run:run every signed break-glass request in the queue once (as root; proxmox-mcp-breakglass.path starts it)'
+				'show:show one break-glass request - its preview, digest, confirmations and result (as root)'
 			)
 			_describe -t commands 'command' cmds
 			return
@@ -240,6 +258,50 @@ _proxmox_mcp() {
 		_arguments \
 			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
 			'--journal[journal file (default STATE-DIR/journal.db)]:file:_files' \
+			'--json[print one JSON object]' \
+			'--output-format[FORMAT of the output - json (as --json), json-pretty (indented) or text (the default)]:format:(json json-pretty text)' \
+			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
+			'*:argument:_files'
+		;;
+	'breakglass approve')
+		_arguments \
+			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
+			'--digest[the digest of the preview you read (breakglass show ID prints it) - you approve exactly that]:digest:' \
+			'--json[print one JSON object]' \
+			'--output-format[FORMAT of the output - json (as --json), json-pretty (indented) or text (the default)]:format:(json json-pretty text)' \
+			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
+			'*:argument:_files'
+		;;
+	'breakglass deny')
+		_arguments \
+			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
+			'--reason[why, for the requester and the journal]:text:' \
+			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
+			'*:argument:_files'
+		;;
+	'breakglass list')
+		_arguments \
+			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
+			'--json[print a JSON array]' \
+			'--output-format[FORMAT of the output - json (as --json), json-pretty (indented) or text (the default)]:format:(json json-pretty text)' \
+			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
+			'*:argument:_files'
+		;;
+	'breakglass rotate-key')
+		_arguments \
+			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
+			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
+			'*:argument:_files'
+		;;
+	'breakglass run')
+		_arguments \
+			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
+			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
+			'*:argument:_files'
+		;;
+	'breakglass show')
+		_arguments \
+			'--config[configuration file (default /etc/proxmox-mcp/config.hujson if it exists)]:file:_files' \
 			'--json[print one JSON object]' \
 			'--output-format[FORMAT of the output - json (as --json), json-pretty (indented) or text (the default)]:format:(json json-pretty text)' \
 			'--state-dir[state directory, overriding the configuration'\''s (default /var/lib/proxmox-mcp)]:dir:_files -/' \
