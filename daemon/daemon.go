@@ -237,7 +237,7 @@ func hostOf(cfg *config.Config) tools.HostOptions {
 		Helper: func(ctx context.Context, req host.Request, progress func(host.ExecProgress)) (host.Response, error) {
 			return host.Call(ctx, socket, req, progress)
 		},
-		Roots: roots, Protected: cfg.Protected.Paths,
+		Roots: roots, Protected: cfg.Protected.Paths, ProtectedVolumes: host.ProtectedLVs(cfg.Protected),
 	}
 }
 

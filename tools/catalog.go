@@ -73,6 +73,7 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 	}
 	list = append(list, s.contractTools()...)
 	list = append(list, s.hostTools()...)
+	list = append(list, s.breakglassTools()...)
 	list = append(list, server.ServerTool{Tool: guestExecTool(), Handler: s.handleGuestExec})
 	if s.opts.Mode == ModeExpanded {
 		for _, ep := range reg.Endpoints() {

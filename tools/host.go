@@ -45,6 +45,9 @@ type HostOptions struct {
 	Helper    HostHelper
 	Roots     []host.Root
 	Protected []string
+	// ProtectedVolumes are the protected logical volumes (vg/lv): with
+	// Protected, where break-glass applies.
+	ProtectedVolumes []string
 }
 
 func (s *Server) hostTools() []server.ServerTool {

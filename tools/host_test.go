@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,9 +19,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/authority"
+	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
 	"github.com/proxmox-mcp/proxmox-mcp/host"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/pki"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
 
@@ -31,9 +34,22 @@ type hostBed struct {
 	root     string
 	keys     map[string]string // profile -> key
 	hjournal *journal.Journal
+	repo     string
+	bg       *breakglass.Service
+	elicit   client.ElicitationHandler
 }
 
-func newHostBed(t testing.TB) *hostBed {
+func newHostBed(t testing.TB) *hostBed { return newHostBedWith(t, hostBedOpts{}) }
+
+// hostBedOpts add to the bed: more keys (name -> profile), a protected
+// repository with break-glass, an elicitation handler for the clients.
+type hostBedOpts struct {
+	keys      map[string]string
+	protected bool
+	elicit    client.ElicitationHandler
+}
+
+func newHostBedWith(t testing.TB, o hostBedOpts) *hostBed {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the helper and root's copy of the keys are root's")
@@ -58,13 +74,36 @@ func newHostBed(t testing.TB) *hostBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &hostBed{root: root, keys: map[string]string{}}
-	for _, p := range []string{"read-only", "admin"} {
-		c, err := ks.Create(ctx, keys.CreateRequest{Name: p, Binding: keys.Binding{Profile: p}})
+	b := &hostBed{root: root, keys: map[string]string{}, elicit: o.elicit}
+	names := map[string]string{"read-only": "read-only", "admin": "admin"}
+	maps.Copy(names, o.keys)
+	for name, p := range names {
+		c, err := ks.Create(ctx, keys.CreateRequest{Name: name, Binding: keys.Binding{Profile: p}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.keys[p] = c.Key.Reveal()
+		b.keys[name] = c.Key.Reveal()
+	}
+	var bg *breakglass.Service
+	var protected []string
+	if o.protected {
+		b.repo = filepath.Join(dir, "model-repo")
+		protected = []string{b.repo}
+		if err := os.Mkdir(b.repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bgDir := filepath.Join(dir, "helper", "breakglass")
+		if err := os.MkdirAll(filepath.Dir(bgDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if bg, err = breakglass.OpenService(breakglass.ServiceOptions{Dir: bgDir, Repository: breakglass.Repository{Paths: protected}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bg.Close() })
+		if _, err := pki.CreateSigningKey(filepath.Join(bgDir, breakglass.KeyFile)); err != nil {
+			t.Fatal(err)
+		}
+		b.bg = bg
 	}
 	roots := []host.Root{{Path: "/var/log"}, {Path: root, Write: true}}
 	tree, err := host.OpenTree(roots, host.DefaultRefused(host.SecretPaths{StateDir: state}))
@@ -93,7 +132,8 @@ func newHostBed(t testing.TB) *hostBed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.hjournal.Close() })
-	srv, err := host.NewServer(host.ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: b.hjournal, PeerUIDs: []int{0}, Logger: log})
+	srv, err := host.NewServer(host.ServerOptions{Tree: tree, Keys: v, Policies: eng, Journal: b.hjournal, PeerUIDs: []int{0}, Logger: log,
+		Protected: protected, Breakglass: bg, Lineage: host.Lineage(rootKeys)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +150,7 @@ func newHostBed(t testing.TB) *hostBed {
 		Helper: func(ctx context.Context, req host.Request, progress func(host.ExecProgress)) (host.Response, error) {
 			return host.Call(ctx, sock, req, progress)
 		},
-		Roots: roots,
+		Roots: roots, Protected: protected,
 	}})
 	return b
 }
@@ -127,7 +167,11 @@ func (b *hostBed) as(t testing.TB, profile, key string) (*client.Client, context
 		Binding:   policy.Binding{Profile: profile}, Tier: Tier(profile), Key: keys.Secret(key),
 	}
 	ctx := WithCaller(context.Background(), caller)
-	c, err := client.NewInProcessClient(b.h.srv.MCP())
+	var opts []client.ClientOption
+	if b.elicit != nil {
+		opts = append(opts, client.WithElicitationHandler(b.elicit))
+	}
+	c, err := client.NewInProcessClientWithOptions(b.h.srv.MCP(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

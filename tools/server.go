@@ -235,6 +235,8 @@ func New(opts Options) (*Server, error) {
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(false),
 		server.WithLogging(),
+		// A break-glass request asks the person for its confirmation.
+		server.WithElicitation(),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.journalEveryCall),
 		server.WithToolFilter(s.filterTools),
@@ -350,6 +352,12 @@ func (s *Server) filterTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 		}
 		if _, ok := hostOps[t.Name]; ok {
 			if s.hostVisible(ctx, c, t.Name) {
+				out = append(out, t)
+			}
+			continue
+		}
+		if _, ok := breakglassOps[t.Name]; ok {
+			if s.breakglassVisible(ctx, c, t.Name) {
 				out = append(out, t)
 			}
 			continue

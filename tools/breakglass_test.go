@@ -1,0 +1,149 @@
+package tools
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
+)
+
+func breakglassToolNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "proxmox_breakglass_") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestBreakglassToolsThroughTheHelper: an agent with a root key asks, the
+// requester confirms with the phrase, another person's key reads the
+// preview and approves its digest, the runner executes it once, and both
+// read the result; the requester can never approve, and keys whose
+// policies do not ask for break-glass do not even see the tools.
+func TestBreakglassToolsThroughTheHelper(t *testing.T) {
+	b := newHostBedWith(t, hostBedOpts{keys: map[string]string{"root": "root", "carol": "root", "operator": "operator"}, protected: true})
+	target := filepath.Join(b.repo, "model.gguf")
+	if err := os.WriteFile(target, []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, rootCtx := b.as(t, "root", "")
+	carol, carolCtx := b.as(t, "root", b.keys["carol"])
+	for _, p := range []string{"admin", "operator", "read-only"} {
+		c, ctx := b.as(t, p, "")
+		if got := breakglassToolNames(toolNames(t, c, ctx)); len(got) != 0 {
+			t.Errorf("%s sees %v", p, got)
+		}
+	}
+	if got := breakglassToolNames(toolNames(t, root, rootCtx)); len(got) != 6 {
+		t.Errorf("root sees %v, want the six break-glass tools", got)
+	}
+
+	res, out := call(t, root, rootCtx, ToolBreakglassRequest, map[string]any{"operation": map[string]any{"kind": "delete_file", "path": target}})
+	if res.IsError || out["state"] != breakglass.StateAwaitingConfirmation {
+		t.Fatalf("request: %s", text(res))
+	}
+	preview := out["preview"].(map[string]any)
+	id, digest, phrase := preview["id"].(string), out["digest"].(string), out["phrase"].(string)
+	if !strings.Contains(text(res), phrase) || !strings.Contains(text(res), digest) {
+		t.Errorf("the summary names neither phrase nor digest: %s", text(res))
+	}
+	if res, _ := call(t, root, rootCtx, ToolBreakglassConfirm, map[string]any{"id": id, "phrase": phrase}); res.IsError {
+		t.Fatalf("confirm: %s", text(res))
+	}
+	// The requester's own key is refused by the helper itself.
+	if res, _ := call(t, root, rootCtx, ToolBreakglassApprove, map[string]any{"id": id, "digest": digest}); !res.IsError || !strings.Contains(text(res), "own approver") {
+		t.Fatalf("self-approval: %s", text(res))
+	}
+	// Without a digest the approver reads the preview.
+	res, out = call(t, carol, carolCtx, ToolBreakglassApprove, map[string]any{"id": id})
+	if res.IsError || out["digest"] != digest || out["state"] != breakglass.StateAwaitingApproval || out["phrase"] != nil {
+		t.Fatalf("approve without a digest: %s", text(res))
+	}
+	res, out = call(t, carol, carolCtx, ToolBreakglassApprove, map[string]any{"id": id, "digest": digest})
+	if res.IsError || out["state"] != breakglass.StateQueued {
+		t.Fatalf("approve: %s", text(res))
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Fatal("the file went before the runner ran")
+	}
+	if err := b.bg.RunQueue(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatal("the runner did not delete the file")
+	}
+	res, out = call(t, root, rootCtx, ToolBreakglassStatus, map[string]any{"id": id})
+	if res.IsError || out["state"] != breakglass.OutcomeDone {
+		t.Fatalf("status: %s", text(res))
+	}
+	res, out = call(t, carol, carolCtx, ToolBreakglassStatus, map[string]any{})
+	if res.IsError || len(out["requests"].([]any)) != 1 {
+		t.Fatalf("the list: %s", text(res))
+	}
+	// The daemon's journal links the steps by the request's id.
+	tools := b.h.audit.jobTools(id)
+	for _, want := range []string{ToolBreakglassRequest, ToolBreakglassConfirm, ToolBreakglassApprove, ToolBreakglassStatus} {
+		if !slices.Contains(tools, want) {
+			t.Errorf("no journal row of %s names %s: %v", want, id, tools)
+		}
+	}
+}
+
+// phraseTyper is a person at an elicitation-capable client: it reads the
+// phrase in the message shown to it and types it.
+type phraseTyper struct{ asked []string }
+
+func (p *phraseTyper) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	p.asked = append(p.asked, req.Params.Message)
+	_, phrase, _ := strings.Cut(req.Params.Message, "type: ")
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"phrase": phrase}}}, nil
+}
+
+// TestBreakglassAsksThePersonThroughElicitation: where the client takes
+// elicitation, the phrase goes to the person, never into the model's
+// answer, and what the person types confirms the request.
+func TestBreakglassAsksThePersonThroughElicitation(t *testing.T) {
+	person := &phraseTyper{}
+	b := newHostBedWith(t, hostBedOpts{keys: map[string]string{"root": "root"}, protected: true, elicit: person})
+	target := filepath.Join(b.repo, "old.bin")
+	if err := os.WriteFile(target, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, ctx := b.as(t, "root", "")
+	res, out := call(t, root, ctx, ToolBreakglassRequest, map[string]any{"operation": map[string]any{"kind": "delete_file", "path": target}})
+	if res.IsError || out["state"] != breakglass.StateAwaitingApproval {
+		t.Fatalf("request with elicitation: %s", text(res))
+	}
+	if len(person.asked) != 1 || !strings.Contains(person.asked[0], "delete the file "+target) {
+		t.Fatalf("the person was asked %q", person.asked)
+	}
+	if strings.Contains(text(res), "break glass bg-") || out["phrase"] != nil {
+		t.Errorf("the model's answer carries the phrase: %s", text(res))
+	}
+}
+
+// jobTools are the tools of the rows whose outcome names job id.
+func (r *recorder) jobTools(id string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for cid, o := range r.receipts {
+		if o.JobID == id {
+			out = append(out, r.intents[cid].Tool)
+		}
+	}
+	for _, rec := range r.records {
+		if rec.out.JobID == id {
+			out = append(out, rec.call.Tool)
+		}
+	}
+	return out
+}
