@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // managedPrefixes are the places install writes; the transcript lists
 // what is there.
-var managedPrefixes = []string{"/etc/proxmox-mcp", "/var/lib/proxmox-mcp", InstallStateDir, "/etc/systemd/system", "/usr/lib/sysusers.d", "/usr/local/bin", "/root"}
+var managedPrefixes = []string{"/etc/proxmox-mcp", "/var/lib/proxmox-mcp", "/var/lib/proxmox-mcp-helper", InstallStateDir, "/etc/systemd/system", "/usr/lib/sysusers.d", "/usr/local/bin", "/root"}
 
 // files lists every file and directory install manages, with its mode,
 // owner and group, as ls would.

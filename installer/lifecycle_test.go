@@ -346,7 +346,7 @@ func TestUninstall(t *testing.T) {
 	if h.active["proxmox-mcp.service"] || h.enabled["proxmox-mcp.service"] || h.enabled["proxmox-mcp-pki-renew.timer"] {
 		t.Error("a unit is still enabled or running")
 	}
-	for _, kept := range []string{ConfigFile, tokenFile("root"), "/var/lib/proxmox-mcp/keys.json", InitialKeyFile} {
+	for _, kept := range []string{ConfigFile, tokenFile("root"), "/var/lib/proxmox-mcp/keys.json", InitialKeyFile, signingKeyPath("/var/lib/proxmox-mcp")} {
 		if !h.system().exists(kept) {
 			t.Errorf("%s was removed", kept)
 		}

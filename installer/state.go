@@ -192,6 +192,8 @@ func knownUnits() []string {
 		filepath.Join(systemd.UnitDir, systemd.RenewTimer),
 		filepath.Join(systemd.UnitDir, systemd.HelperSocket),
 		filepath.Join(systemd.UnitDir, systemd.HelperService),
+		filepath.Join(systemd.UnitDir, systemd.BreakglassPath),
+		filepath.Join(systemd.UnitDir, systemd.BreakglassService),
 		sysusersPath,
 	}
 }
@@ -249,10 +251,10 @@ func (st *State) sanitize(p *plan) []string {
 	})
 	c.Units = filter("created.units", c.Units, func(v string) bool { return slices.Contains(knownUnits(), v) })
 	c.Dirs = filter("created.dirs", c.Dirs, func(v string) bool {
-		return slices.Contains([]string{ConfigDir, TokensDir, p.stateDir, p.pkiDir}, v) && p.owns(v) == nil
+		return slices.Contains([]string{ConfigDir, TokensDir, p.stateDir, p.pkiDir, host.HelperDir(p.stateDir), host.BreakglassDir(p.stateDir)}, v) && p.owns(v) == nil
 	})
 	c.Files = filter("created.files", c.Files, func(v string) bool {
-		return slices.Contains([]string{PVECAFile, AuthKeyFile, InitialKeyFile}, v) || backupName.MatchString(v)
+		return slices.Contains([]string{PVECAFile, AuthKeyFile, InitialKeyFile, signingKeyPath(p.stateDir)}, v) || backupName.MatchString(v)
 	})
 	return dropped
 }

@@ -54,12 +54,13 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 	}
 	c := &r.state.Created
 	r.say("==> stopping and removing the units")
-	for _, name := range []string{systemd.RenewTimer, systemd.ServiceUnit, systemd.HelperSocket, systemd.HelperService} {
+	for _, name := range []string{systemd.RenewTimer, systemd.ServiceUnit, systemd.HelperSocket, systemd.HelperService, systemd.BreakglassPath, systemd.BreakglassService} {
 		path := filepath.Join(systemd.UnitDir, name)
 		if slices.Contains(c.Units, path) && s.exists(path) {
-			// The helper's service has no [Install]: its socket starts it.
+			// The helper's and the break-glass runner's services have no
+			// [Install]: their socket and path unit start them.
 			verb, done := []string{"disable", "--now", name}, "stopped and disabled"
-			if name == systemd.HelperService {
+			if name == systemd.HelperService || name == systemd.BreakglassService {
 				verb, done = []string{"stop", name}, "stopped"
 			}
 			if err := r.systemctl(ctx, verb...); err != nil {
@@ -109,8 +110,8 @@ func Uninstall(ctx context.Context, s *System, o UninstallOptions) error {
 		if err := r.persist(); err != nil {
 			return err
 		}
-		r.say("kept the configuration (%s), the state (keys, policies, journal in %s), the PVE user %s with its tokens, and the system user %s.",
-			ConfigDir, p.stateDir, PVEUser, ServiceUser)
+		r.say("kept the configuration (%s), the state (keys, policies, journal in %s; the root helper's journal and the break-glass signing key in %s), the PVE user %s with its tokens, and the system user %s.",
+			ConfigDir, p.stateDir, host.HelperDir(p.stateDir), PVEUser, ServiceUser)
 		r.say("`proxmox-mcp install` brings the daemon back as it was; `proxmox-mcp uninstall --purge` removes those too.")
 		return nil
 	}
@@ -155,7 +156,7 @@ func (r *run) purge(ctx context.Context) error {
 			// root helper's journal.
 			for _, x := range []struct{ dir, what string }{
 				{authority.DirFor(d), "root's copy of the keys and policies"},
-				{host.HelperDir(d), "the root helper's journal"},
+				{host.HelperDir(d), "the root helper's journal and the break-glass requests and signing key"},
 			} {
 				if gone, err := r.removeAll(x.dir); err != nil {
 					return err
@@ -163,6 +164,10 @@ func (r *run) purge(ctx context.Context) error {
 					r.say("  removed %s: %s", x.dir, x.what)
 				}
 			}
+		} else if removed && d == host.BreakglassDir(p.stateDir) {
+			r.say("  removed %s: the break-glass requests, their results and the signing key", d)
+		} else if removed && d == host.HelperDir(p.stateDir) {
+			r.say("  removed %s: the root helper's journal", d)
 		} else if removed {
 			r.say("  removed %s", d)
 		}

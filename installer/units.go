@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/config"
+	"github.com/proxmox-mcp/proxmox-mcp/host"
+	"github.com/proxmox-mcp/proxmox-mcp/pki"
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
 
@@ -31,7 +33,86 @@ func (r *run) systemctl(ctx context.Context, args ...string) error {
 	return err
 }
 
+// signingKeyName is the break-glass signing key's file name in
+// host.BreakglassDir (breakglass.KeyFile, which this package may not
+// import: the layers forbid it).
+const signingKeyName = "signing.key"
+
+// signingKeyPath is the break-glass signing key of a state directory.
+func signingKeyPath(stateDir string) string {
+	return filepath.Join(host.BreakglassDir(stateDir), signingKeyName)
+}
+
+// breakglassDirs are the root helper's directory and the break-glass
+// directory in it (docs/breakglass.md): root's alone, as the helper's
+// StateDirectory= and the signing key want them.
+func (r *run) breakglassDirs() []dirSpec {
+	return []dirSpec{
+		{host.HelperDir(r.plan.stateDir), 0o700, rootOwner, "the root helper's journal and the break-glass directory"},
+		{host.BreakglassDir(r.plan.stateDir), 0o700, rootOwner, "the break-glass requests, their queue and the signing key"},
+	}
+}
+
+// applyBreakglass makes the break-glass directories and, once, the
+// signing key the root helper signs approved requests with and the runner
+// verifies them by (pki.CreateSigningKey keeps a key that is there: a
+// new one would void every request signed and not yet run).
+func (r *run) applyBreakglass() error {
+	for _, d := range r.breakglassDirs() {
+		c, err := r.sys.ensureDir(d.path, d.mode, d.owner)
+		if err != nil {
+			return err
+		}
+		r.report(c, fmt.Sprintf("%s (%s %04o: %s)", d.path, d.owner, d.mode, d.why))
+		if c == created {
+			if err := r.created(func(cr *Created) { cr.Dirs = addUnique(cr.Dirs, d.path) }); err != nil {
+				return err
+			}
+		}
+	}
+	key := signingKeyPath(r.plan.stateDir)
+	made, err := pki.CreateSigningKey(r.sys.path(key))
+	if err != nil {
+		// Kept as it is: a key others could read may be known to them, and
+		// replacing it voids every request signed and not yet run.
+		return fmt.Errorf("the break-glass signing key %s: %w (make a new one with proxmox-mcp breakglass rotate-key, then re-run install)", key, err)
+	}
+	if !made {
+		r.say("  kept the break-glass signing key %s", key)
+		return nil
+	}
+	r.say("  created the break-glass signing key %s (root:root 0600, Ed25519): the root helper signs approved requests with it, the runner runs nothing else", key)
+	return r.createdFile(key)
+}
+
+// checkBreakglass checks the break-glass directories and signing key.
+func (r *run) checkBreakglass() []Problem {
+	var probs []Problem
+	for _, d := range r.breakglassDirs() {
+		probs = append(probs, r.sys.checkAttrs(d.path, true, d.mode, d.owner, "proxmox-mcp install")...)
+	}
+	key := signingKeyPath(r.plan.stateDir)
+	if !r.sys.exists(key) {
+		return append(probs, Problem{What: "there is no break-glass signing key " + key + ", so no break-glass request can be signed or run", Fix: "proxmox-mcp install (makes it)"})
+	}
+	if p := r.sys.checkAttrs(key, false, 0o600, rootOwner, "proxmox-mcp install"); len(p) > 0 {
+		return append(probs, p...)
+	}
+	if _, err := pki.ReadSigningKey(r.sys.path(key)); err != nil {
+		probs = append(probs, Problem{
+			What: err.Error(),
+			Fix:  "proxmox-mcp breakglass rotate-key (requests signed and not yet run are then refused)",
+		})
+	}
+	return probs
+}
+
 func applyUnits(ctx context.Context, r *run) error {
+	// Before the units: the helper and the runner they start sign and
+	// verify with the key.
+	if err := r.applyBreakglass(); err != nil {
+		return err
+	}
 	units, err := r.rendered()
 	if err != nil {
 		return err
@@ -87,6 +168,12 @@ func applyUnits(ctx context.Context, r *run) error {
 		return err
 	}
 	r.say("  %s: the root helper starts on the daemon's first host operation", systemd.HelperSocket)
+	// The break-glass runner (docs/breakglass.md) starts whenever the
+	// helper queues an approved request, in every mode.
+	if err := r.systemctl(ctx, "enable", "--now", systemd.BreakglassPath); err != nil {
+		return err
+	}
+	r.say("  %s: the break-glass runner starts when an approved request is queued in %s", systemd.BreakglassPath, r.unitOptions().BreakglassQueue())
 	// Cluster mode (`proxmox-mcp cluster enable`) adds the root-run sync
 	// that mirrors the shared keys and policies (docs/cluster.md).
 	if cluster {
@@ -103,7 +190,7 @@ func checkUnits(ctx context.Context, r *run) []Problem {
 	if err != nil {
 		return []Problem{{What: err.Error(), Fix: "report a bug"}}
 	}
-	var probs []Problem
+	probs := r.checkBreakglass()
 	for _, u := range units {
 		path := unitPath(u)
 		have, err := r.sys.readFile(path)
@@ -124,6 +211,22 @@ func checkUnits(ctx context.Context, r *run) []Problem {
 			What: fmt.Sprintf("%s is %s, so no host operation can be made", systemd.HelperSocket, orUnknown(st)),
 			Fix:  "systemctl enable --now " + systemd.HelperSocket,
 		})
+	}
+	// A path unit whose service failed too often in a row stops watching
+	// (it is failed, though still enabled).
+	switch st := r.unitState(ctx, "is-enabled", systemd.BreakglassPath); {
+	case st != "enabled":
+		probs = append(probs, Problem{
+			What: fmt.Sprintf("%s is %s, so no approved break-glass request is run", systemd.BreakglassPath, orUnknown(st)),
+			Fix:  "systemctl enable --now " + systemd.BreakglassPath,
+		})
+	default:
+		if st := r.unitState(ctx, "is-active", systemd.BreakglassPath); st != "active" {
+			probs = append(probs, Problem{
+				What: fmt.Sprintf("%s is %s: it no longer watches the break-glass queue, so no approved request is run", systemd.BreakglassPath, orUnknown(st)),
+				Fix:  "journalctl -u " + systemd.BreakglassService + " -n 50 --no-pager shows why the runner failed; then systemctl restart " + systemd.BreakglassPath,
+			})
+		}
 	}
 	if !r.plan.mode.LAN() {
 		for _, path := range renewUnits {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/proxmox-mcp/proxmox-mcp/systemd"
 )
@@ -18,14 +19,17 @@ var (
 // sysusersPath is the sysusers.d entry of the service user.
 var sysusersPath = filepath.Join(systemd.SysusersDir, systemd.SysusersFile)
 
-// rendered renders the units of the plan's mode.
-func (r *run) rendered() ([]systemd.Unit, error) {
+// unitOptions are the options the plan's units are rendered with.
+func (r *run) unitOptions() systemd.UnitOptions {
 	o := systemd.UnitOptions{
 		Mode: string(r.plan.mode), Binary: r.binaryPath(), ConfigFile: r.plan.configFile,
 		StateDir: r.plan.stateDir, PKIDir: r.plan.pkiDir, User: ServiceUser, Group: ServiceUser,
 		Cluster: r.plan.existing != nil && r.plan.existing.Cluster.Enabled,
 	}
-	// The helper's socket and write roots are the configuration's.
+	// The helper's socket and write roots are the configuration's, and so
+	// is the protected repository the break-glass runner alone may write:
+	// its paths, and the volumes that are LVs (vg/lv; an entry with ':'
+	// is a PVE volume id, which the runner does not remove with lvremove).
 	if cfg := r.plan.existing; cfg != nil {
 		o.HelperSocket = cfg.Host.HelperSocket()
 		for _, root := range cfg.Host.HostRoots() {
@@ -33,9 +37,18 @@ func (r *run) rendered() ([]systemd.Unit, error) {
 				o.HostWriteRoots = append(o.HostWriteRoots, root.Path)
 			}
 		}
+		o.ProtectedPaths = append(o.ProtectedPaths, cfg.Protected.Paths...)
+		for _, v := range cfg.Protected.Volumes {
+			if !strings.Contains(v, ":") {
+				o.ProtectedVolumes = append(o.ProtectedVolumes, v)
+			}
+		}
 	}
-	return systemd.Render(o)
+	return o
 }
+
+// rendered renders the units of the plan's mode.
+func (r *run) rendered() ([]systemd.Unit, error) { return systemd.Render(r.unitOptions()) }
 
 // sysusersEntry is the rendered sysusers.d file.
 func (r *run) sysusersEntry() ([]byte, error) {

@@ -55,6 +55,13 @@ type UnitOptions struct {
 	// HostWriteRoots are the helper's write roots (host.roots with
 	// write), its ReadWritePaths.
 	HostWriteRoots []string
+	// ProtectedPaths are the protected repository's paths
+	// (protected.paths), the only paths the break-glass runner writes.
+	ProtectedPaths []string
+	// ProtectedVolumes are the protected LVs, vg/lv (the entries of
+	// protected.volumes without ':'): the runner then runs lvs and
+	// lvremove, which need device-mapper.
+	ProtectedVolumes []string
 }
 
 // HelperStateDirectory is the helper's StateDirectory=: the state
@@ -65,6 +72,12 @@ func (o UnitOptions) HelperStateDirectory() string {
 		return rel + "-helper"
 	}
 	return DefaultUser + "-helper"
+}
+
+// BreakglassQueue is the break-glass queue the runner's path unit watches:
+// host.BreakglassDir's queue, under the helper's StateDirectory=.
+func (o UnitOptions) BreakglassQueue() string {
+	return "/var/lib/" + o.HelperStateDirectory() + "/breakglass/queue"
 }
 
 // LAN reports whether the mode serves a LAN listener.
@@ -85,6 +98,10 @@ func (o UnitOptions) StateDirectory() string {
 
 var unitName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 
+// lvName is a protected LV, vg/lv, as LVM names them (breakglass's rule);
+// a leading '-' is refused, which LVM refuses too.
+var lvName = regexp.MustCompile(`^[a-zA-Z0-9+_.][a-zA-Z0-9+_.-]*/[a-zA-Z0-9+_.][a-zA-Z0-9+_.-]*$`)
+
 // check refuses options that would render a unit that does not mean what
 // it says: relative or odd paths, unknown modes, bad user names.
 func (o UnitOptions) check() error {
@@ -102,9 +119,17 @@ func (o UnitOptions) check() error {
 	for _, p := range o.HostWriteRoots {
 		paths = append(paths, struct{ field, path string }{"host write root", p})
 	}
+	for _, p := range o.ProtectedPaths {
+		paths = append(paths, struct{ field, path string }{"protected path", p})
+	}
 	for _, p := range paths {
 		if !filepath.IsAbs(p.path) || path.Clean(p.path) != p.path || strings.ContainsAny(p.path, " \t\n\"'\\$%;") || p.path == "/" {
 			return fmt.Errorf("units: %s %q: want an absolute, clean path without spaces, quotes or specifiers, not /", p.field, p.path)
+		}
+	}
+	for _, v := range o.ProtectedVolumes {
+		if !lvName.MatchString(v) {
+			return fmt.Errorf("units: protected volume %q: want an LV as vg/lv (a PVE volume id storage:name is not one)", v)
 		}
 	}
 	for _, n := range []struct{ field, name string }{{"user", o.User}, {"group", o.Group}} {
@@ -153,8 +178,8 @@ type Unit struct {
 
 // Render renders the units of a mode: the service and the sysusers entry
 // always; the certificate renewal service and timer with a LAN listener;
-// the cluster sync in cluster mode; the root helper's socket and service
-// always.
+// the cluster sync in cluster mode; the root helper's socket and service,
+// and the break-glass runner's path unit and service, always.
 func Render(o UnitOptions) ([]Unit, error) {
 	o = o.withDefaults()
 	if err := o.check(); err != nil {
@@ -174,7 +199,9 @@ func Render(o UnitOptions) ([]Unit, error) {
 	}
 	files = append(files,
 		struct{ name, tmpl, dir string }{HelperSocket, "proxmox-mcp-helper.socket.tmpl", UnitDir},
-		struct{ name, tmpl, dir string }{HelperService, "proxmox-mcp-helper.service.tmpl", UnitDir})
+		struct{ name, tmpl, dir string }{HelperService, "proxmox-mcp-helper.service.tmpl", UnitDir},
+		struct{ name, tmpl, dir string }{BreakglassPath, "proxmox-mcp-breakglass.path.tmpl", UnitDir},
+		struct{ name, tmpl, dir string }{BreakglassService, "proxmox-mcp-breakglass.service.tmpl", UnitDir})
 	var out []Unit
 	for _, f := range files {
 		t, err := template.New(f.tmpl).Option("missingkey=error").ParseFS(unitFS, "units/"+f.tmpl)
@@ -190,10 +217,14 @@ func Render(o UnitOptions) ([]Unit, error) {
 	return out, nil
 }
 
-// The root helper's units (docs/host.md).
+// The root helper's units (docs/host.md), and the break-glass runner's
+// (docs/breakglass.md): its path unit starts the service whenever the
+// queue holds a request.
 const (
-	HelperSocket  = "proxmox-mcp-helper.socket"
-	HelperService = "proxmox-mcp-helper.service"
+	HelperSocket      = "proxmox-mcp-helper.socket"
+	HelperService     = "proxmox-mcp-helper.service"
+	BreakglassPath    = "proxmox-mcp-breakglass.path"
+	BreakglassService = "proxmox-mcp-breakglass.service"
 )
 
 // Where units are installed.

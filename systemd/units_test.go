@@ -63,10 +63,10 @@ func TestRenderByMode(t *testing.T) {
 		units           []string
 		netlink, ipDeny bool
 	}{
-		{"local", []string{ServiceUnit, SysusersFile, HelperSocket, HelperService}, false, true},
-		{"lan", []string{ServiceUnit, SysusersFile, RenewService, RenewTimer, HelperSocket, HelperService}, false, true},
-		{"tailscale", []string{ServiceUnit, SysusersFile, HelperSocket, HelperService}, true, false},
-		{"both", []string{ServiceUnit, SysusersFile, RenewService, RenewTimer, HelperSocket, HelperService}, true, false},
+		{"local", []string{ServiceUnit, SysusersFile, HelperSocket, HelperService, BreakglassPath, BreakglassService}, false, true},
+		{"lan", []string{ServiceUnit, SysusersFile, RenewService, RenewTimer, HelperSocket, HelperService, BreakglassPath, BreakglassService}, false, true},
+		{"tailscale", []string{ServiceUnit, SysusersFile, HelperSocket, HelperService, BreakglassPath, BreakglassService}, true, false},
+		{"both", []string{ServiceUnit, SysusersFile, RenewService, RenewTimer, HelperSocket, HelperService, BreakglassPath, BreakglassService}, true, false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			units, err := Render(UnitOptions{Mode: tc.mode, Binary: "/usr/local/bin/proxmox-mcp", StateDir: "/srv/pmcp", User: "pmcp"})
