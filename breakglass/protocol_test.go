@@ -618,3 +618,20 @@ func TestStageChecksOrderAndHash(t *testing.T) {
 		t.Fatalf("%+v %v", st, err)
 	}
 }
+
+// TestRunnerLeavesFilesBeingWritten: a runner started by one request
+// must not take the temporary file of another the helper is still
+// writing (the path unit starts it on any file; atomicfile writes
+// ".name.tmp-..." and renames it).
+func TestRunnerLeavesFilesBeingWritten(t *testing.T) {
+	b := newPBed(t)
+	tmp := filepath.Join(b.dir, QueueDir, ".bg-0123456789abcdef.json.tmp-1")
+	if err := os.WriteFile(tmp, []byte("half a request"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.approved(Operation{Kind: OpDeleteFile, Path: b.path("README")})
+	b.runOne(OutcomeDone)
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("the runner took a file being written: %v", err)
+	}
+}

@@ -51,6 +51,11 @@ func (s *Service) RunQueue(ctx context.Context, record func(context.Context, Run
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if strings.HasPrefix(name, ".") {
+			// A request the helper is still writing (its temporary
+			// file, renamed into place when whole): not the runner's.
+			continue
+		}
 		ev := s.runOne(ctx, pub, name)
 		if record != nil {
 			record(ctx, ev)
