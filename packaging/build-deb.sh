@@ -173,8 +173,11 @@ fi
 cp "$work/local/proxmox-mcp.service" "$root/usr/lib/systemd/system/"
 cp "$work/lan/proxmox-mcp-pki-renew.service" "$work/lan/proxmox-mcp-pki-renew.timer" \
 	"$root/usr/lib/systemd/system/"
-# The root helper's socket and service, enabled only by the installer.
+# The root helper's socket and service, and the break-glass runner's path
+# unit and service, enabled only by the installer (which writes the
+# runner's own, with the configured repository, in /etc/systemd/system).
 cp "$work/local/proxmox-mcp-helper.socket" "$work/local/proxmox-mcp-helper.service" \
+	"$work/local/proxmox-mcp-breakglass.path" "$work/local/proxmox-mcp-breakglass.service" \
 	"$root/usr/lib/systemd/system/"
 cp "$work/local/proxmox-mcp.conf" "$root/usr/lib/sysusers.d/"
 

@@ -258,19 +258,21 @@ func TestDebControlFields(t *testing.T) {
 // debFiles are the files of the package and their modes; directories are
 // 0755.
 var debFiles = map[string]fs.FileMode{
-	"usr/bin/proxmox-mcp":                                  0o755,
-	"usr/lib/systemd/system/proxmox-mcp.service":           0o644,
-	"usr/lib/systemd/system/proxmox-mcp-pki-renew.service": 0o644,
-	"usr/lib/systemd/system/proxmox-mcp-pki-renew.timer":   0o644,
-	"usr/lib/systemd/system/proxmox-mcp-helper.socket":     0o644,
-	"usr/lib/systemd/system/proxmox-mcp-helper.service":    0o644,
-	"usr/lib/sysusers.d/proxmox-mcp.conf":                  0o644,
-	"usr/share/man/man1/proxmox-mcp.1.gz":                  0o644,
-	"usr/share/doc/proxmox-mcp/copyright":                  0o644,
-	"usr/share/doc/proxmox-mcp/changelog.Debian.gz":        0o644,
-	"usr/share/lintian/overrides/proxmox-mcp":              0o644,
-	"usr/share/bash-completion/completions/proxmox-mcp":    0o644,
-	"usr/share/zsh/vendor-completions/_proxmox-mcp":        0o644,
+	"usr/bin/proxmox-mcp":                                   0o755,
+	"usr/lib/systemd/system/proxmox-mcp.service":            0o644,
+	"usr/lib/systemd/system/proxmox-mcp-pki-renew.service":  0o644,
+	"usr/lib/systemd/system/proxmox-mcp-pki-renew.timer":    0o644,
+	"usr/lib/systemd/system/proxmox-mcp-helper.socket":      0o644,
+	"usr/lib/systemd/system/proxmox-mcp-helper.service":     0o644,
+	"usr/lib/systemd/system/proxmox-mcp-breakglass.path":    0o644,
+	"usr/lib/systemd/system/proxmox-mcp-breakglass.service": 0o644,
+	"usr/lib/sysusers.d/proxmox-mcp.conf":                   0o644,
+	"usr/share/man/man1/proxmox-mcp.1.gz":                   0o644,
+	"usr/share/doc/proxmox-mcp/copyright":                   0o644,
+	"usr/share/doc/proxmox-mcp/changelog.Debian.gz":         0o644,
+	"usr/share/lintian/overrides/proxmox-mcp":               0o644,
+	"usr/share/bash-completion/completions/proxmox-mcp":     0o644,
+	"usr/share/zsh/vendor-completions/_proxmox-mcp":         0o644,
 }
 
 func TestDebFilesModesOwners(t *testing.T) {
@@ -385,12 +387,14 @@ func TestDebContents(t *testing.T) {
 	// The units are those "units render" writes: the service for local
 	// (loopback) mode, the renewal units of a LAN mode, the sysusers entry.
 	golden := map[string]string{
-		"usr/lib/systemd/system/proxmox-mcp.service":           "local/proxmox-mcp.service",
-		"usr/lib/systemd/system/proxmox-mcp-pki-renew.service": "lan/proxmox-mcp-pki-renew.service",
-		"usr/lib/systemd/system/proxmox-mcp-pki-renew.timer":   "lan/proxmox-mcp-pki-renew.timer",
-		"usr/lib/systemd/system/proxmox-mcp-helper.socket":     "local/proxmox-mcp-helper.socket",
-		"usr/lib/systemd/system/proxmox-mcp-helper.service":    "local/proxmox-mcp-helper.service",
-		"usr/lib/sysusers.d/proxmox-mcp.conf":                  "local/proxmox-mcp.conf",
+		"usr/lib/systemd/system/proxmox-mcp.service":            "local/proxmox-mcp.service",
+		"usr/lib/systemd/system/proxmox-mcp-pki-renew.service":  "lan/proxmox-mcp-pki-renew.service",
+		"usr/lib/systemd/system/proxmox-mcp-pki-renew.timer":    "lan/proxmox-mcp-pki-renew.timer",
+		"usr/lib/systemd/system/proxmox-mcp-helper.socket":      "local/proxmox-mcp-helper.socket",
+		"usr/lib/systemd/system/proxmox-mcp-helper.service":     "local/proxmox-mcp-helper.service",
+		"usr/lib/systemd/system/proxmox-mcp-breakglass.path":    "local/proxmox-mcp-breakglass.path",
+		"usr/lib/systemd/system/proxmox-mcp-breakglass.service": "local/proxmox-mcp-breakglass.service",
+		"usr/lib/sysusers.d/proxmox-mcp.conf":                   "local/proxmox-mcp.conf",
 	}
 	for name, g := range golden {
 		want, err := os.ReadFile(filepath.Join("../systemd/testdata/units", g))
@@ -589,7 +593,7 @@ func TestDebMaintainerScripts(t *testing.T) {
 	const (
 		svc         = "proxmox-mcp.service"
 		helperSvc   = "proxmox-mcp-helper.service"
-		helperUnits = "proxmox-mcp-helper.socket " + helperSvc
+		helperUnits = "proxmox-mcp-helper.socket " + helperSvc + " proxmox-mcp-breakglass.path proxmox-mcp-breakglass.service"
 		stopHelper  = "deb-systemd-invoke stop " + helperSvc
 	)
 	sysusers := "systemd-sysusers proxmox-mcp.conf"
