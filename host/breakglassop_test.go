@@ -19,6 +19,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 	"github.com/proxmox-mcp/proxmox-mcp/keys"
 	"github.com/proxmox-mcp/proxmox-mcp/pki"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
 
 // bgBed is the helper with break-glass over its protected path: a second
@@ -157,5 +158,34 @@ func TestHelperBreakglassProtocol(t *testing.T) {
 		if !linked[tool] {
 			t.Errorf("no receipt of %s names %s: %v", tool, id, linked)
 		}
+	}
+}
+
+// TestHostGuardMatchesWholePathElements: the guard in the host's view
+// flags a write at, beneath or above a protected path, and never one of a
+// sibling whose name merely starts the same (the reference server matched
+// protected names as substrings).
+func TestHostGuardMatchesWholePathElements(t *testing.T) {
+	protected := []string{"/mnt/model-repo"}
+	for _, c := range []struct {
+		path string
+		hit  bool
+	}{
+		{"/mnt/model-repo", true},
+		{"/mnt/model-repo/llama/w.bin", true},
+		{"/mnt", true},
+		{"/mnt/model-repo-notes/x", false},
+		{"/mnt/model-repository", false},
+		{"/mnt/model", false},
+	} {
+		in := PolicyInput(policy.Principal{KeyID: "k"}, policy.HostOp{Op: "file.write", Path: c.path}, protected)
+		if got := len(in.Guard.Hits) > 0; got != c.hit {
+			t.Errorf("a write to %s: guard hit %v, want %v (%+v)", c.path, got, c.hit, in.Guard.Hits)
+		}
+	}
+	// A command's writable path is judged the same way.
+	in := PolicyInput(policy.Principal{KeyID: "k"}, policy.HostOp{Op: "command.exec", Command: &policy.Command{Path: "/usr/bin/true", Writable: []string{"/mnt/model-repo-notes", "/mnt/model-repo/x"}}}, protected)
+	if len(in.Guard.Hits) != 1 || in.Guard.Hits[0].Param != "writable[1]" {
+		t.Errorf("a command's writable paths: %+v", in.Guard.Hits)
 	}
 }
