@@ -635,3 +635,30 @@ func TestRunnerLeavesFilesBeingWritten(t *testing.T) {
 		t.Fatalf("the runner took a file being written: %v", err)
 	}
 }
+
+// TestBreakglassHostApprovalOnly: with protected.approval "host", no key
+// approves (so a daemon that has seen two keys cannot take both
+// confirmations); root at the host does.
+func TestBreakglassHostApprovalOnly(t *testing.T) {
+	b := newPBed(t)
+	svc, err := OpenService(ServiceOptions{Dir: b.dir, Now: b.clock, HostApprovalOnly: true,
+		Repository: Repository{Paths: []string{b.repo}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx := context.Background()
+	rec, err := svc.Request(ctx, alice, Operation{Kind: OpDeleteFile, Path: b.path("README")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Confirm(ctx, alice, rec.Preview.ID, Phrase(rec.Preview.ID, rec.Digest)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, bob, rec.Preview.ID, rec.Digest); !errors.Is(err, ErrPrincipal) || !strings.Contains(err.Error(), "command line only") {
+		t.Fatalf("a key's approval with host approval only: %v", err)
+	}
+	if _, err := svc.Approve(ctx, hostRoot, rec.Preview.ID, rec.Digest); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -46,6 +46,9 @@ type ServiceOptions struct {
 	// TTL is how long a request lives from its preview (MaxTTL, and no
 	// more).
 	TTL time.Duration
+	// HostApprovalOnly takes the second confirmation from root at the
+	// host's command line only (protected.approval "host").
+	HostApprovalOnly bool
 }
 
 // Service keeps the protocol's records and signs: the helper runs it for
@@ -243,6 +246,9 @@ func (s *Service) Approve(ctx context.Context, who Principal, id, digest string)
 			return fmt.Errorf("%w: %s waits for its requester's confirmation first", ErrState, id)
 		case st != StateAwaitingApproval:
 			return stateErr(rec, now, "approve")
+		}
+		if s.opts.HostApprovalOnly && !who.Host {
+			return fmt.Errorf("%w: this host takes the approval of break-glass requests from root at its command line only (protected.approval is \"host\"): proxmox-mcp breakglass approve %s --digest %s", ErrPrincipal, id, rec.Digest)
 		}
 		if who.Same(rec.Preview.Requester) {
 			return fmt.Errorf("%w: %s asked for %s and can never be its own approver, under any key of its lineage; another principal approves", ErrPrincipal, who, id)

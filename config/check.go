@@ -62,6 +62,9 @@ func (c *Config) check() error {
 			return fmt.Errorf("field \"protected.devices[%d]\": %q must be a clean path under /dev/", i, d)
 		}
 	}
+	if a := c.Protected.Approval; a != "" && a != ApprovalKeys && a != ApprovalHost {
+		return fmt.Errorf("field \"protected.approval\": %q must be %q (another key or root at the host approves a break-glass request) or %q (only root at the host's command line)", a, ApprovalKeys, ApprovalHost)
+	}
 	for i, v := range c.Protected.Volumes {
 		if v == "" || strings.ContainsAny(v, " \t\n,") {
 			return fmt.Errorf("field \"protected.volumes[%d]\": %q must be a volume ID (storage:name) or an LV (vg/lv)", i, v)

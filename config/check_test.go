@@ -61,6 +61,7 @@ func TestConfigRules(t *testing.T) {
 		{`"http": {"max_body_bytes": 1}`, `field "http.max_body_bytes"`},
 		{`"protected": {"paths": ["mnt/x"]}`, `field "protected.paths[0]"`},
 		{`"protected": {"devices": ["/etc/passwd"]}`, `field "protected.devices[0]"`},
+		{`"protected": {"paths": ["/mnt/model-repo"], "approval": "anyone"}`, `field "protected.approval"`},
 		{`"log": {"level": "loud"}`, `field "log.level"`},
 		{`"schema": {"path": "apidoc.js"}`, `field "schema.path"`},
 		{`"changes": {"settle_after": "500ms"}`, `field "changes.settle_after": 500ms is outside 1s to 1h`},

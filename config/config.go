@@ -177,13 +177,29 @@ type Protected struct {
 	Volumes []string `json:"volumes,omitempty"`
 	// Devices are block devices (/dev/...).
 	Devices []string `json:"devices,omitempty"`
+	// Approval says who gives a break-glass request its second
+	// confirmation (docs/breakglass.md): "keys" (the default: another key
+	// whose policy allows it, or root at the host) or "host" (root at the
+	// host's command line only, which no key, and so no compromised
+	// daemon, reaches).
+	Approval string `json:"approval,omitempty"`
 }
+
+// The values of protected.approval.
+const (
+	ApprovalKeys = "keys"
+	ApprovalHost = "host"
+)
+
+// HostApprovalOnly says that only root at the host approves break-glass
+// requests.
+func (p Protected) HostApprovalOnly() bool { return p.Approval == ApprovalHost }
 
 // IsZero says nothing is protected (empty lists included), which
 // omitzero consults: an empty section is written as no section, so that
 // a configuration read back is the one written.
 func (p Protected) IsZero() bool {
-	return len(p.Paths) == 0 && len(p.Volumes) == 0 && len(p.Devices) == 0
+	return len(p.Paths) == 0 && len(p.Volumes) == 0 && len(p.Devices) == 0 && p.Approval == ""
 }
 
 // Changes configures the change contract (docs/changes.md).
