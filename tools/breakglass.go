@@ -308,7 +308,7 @@ func (s *Server) elicitConfirmation(ctx context.Context, c Caller, content map[s
 	id, _ := p["id"].(string)
 	phrase, _ := content["phrase"].(string)
 	srv := server.ServerFromContext(ctx)
-	if srv == nil || id == "" || phrase == "" {
+	if srv == nil || id == "" || phrase == "" || !elicitsForms(ctx) {
 		return res, nil
 	}
 	changes, _ := json.Marshal(p["changes"])
@@ -339,4 +339,15 @@ func (s *Server) elicitConfirmation(ctx context.Context, c Caller, content map[s
 		Decision: s.opts.Policy.DecideHost(ctx, c.Binding, s.breakglassInput(c, ToolBreakglassConfirm, nil))}
 	res, _, err = s.breakglassStep(ctx, c, call, "breakglass.confirm", map[string]any{"id": id, "phrase": given})
 	return res, err
+}
+
+// elicitsForms says whether the session's client declared elicitation in
+// form mode (an empty elicitation capability means form mode).
+func elicitsForms(ctx context.Context) bool {
+	ci, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return false
+	}
+	el := ci.GetClientCapabilities().Elicitation
+	return el != nil && (el.Form != nil || el.URL == nil)
 }
