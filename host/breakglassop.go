@@ -232,7 +232,11 @@ func (o *bgRecordStep) load(requesterStep bool) (policy.HostOp, error) {
 	if requesterStep {
 		op = OpBreakglassRequest
 	}
-	return o.set(op, targetText(rec.Preview.Operation), rec.Preview.Targets, requesterStep), nil
+	o.set(op, targetText(rec.Preview.Operation), rec.Preview.Targets, requesterStep)
+	rq := rec.Preview.Requester
+	o.t.Breakglass = &policy.BreakglassRef{ID: rec.Preview.ID, Kind: rec.Preview.Operation.Kind,
+		RequesterKeyID: rq.KeyID, RequesterName: rq.Name, RequesterLineage: rq.Lineage}
+	return o.t, nil
 }
 
 func (o *bgRecordStep) evidence() (string, string) { return o.rec.Preview.ID, o.rec.Digest }

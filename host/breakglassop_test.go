@@ -189,3 +189,80 @@ func TestHostGuardMatchesWholePathElements(t *testing.T) {
 		t.Errorf("a command's writable paths: %+v", in.Guard.Hits)
 	}
 }
+
+// personsPolicy approves break-glass requests, but knows that the keys
+// root and pat-approver are one person's (pat): it refuses an approval
+// between them, reading the requester in input.host.breakglass.
+const personsPolicy = `package proxmox_mcp.policy
+
+import rego.v1
+
+persons := {"root": "pat", "pat-approver": "pat", "dave": "dee"}
+
+default decision := {"effect": "deny", "reasons": ["no API"], "obligations": []}
+
+default host_decision := {"effect": "deny", "reasons": ["only another person's break-glass approvals"], "obligations": []}
+
+host_decision := {"effect": "allow", "reasons": ["another person approves"], "obligations": []} if {
+	input.host.op in {"breakglass.approve", "breakglass.status"}
+	not same_person
+}
+
+same_person if {
+	persons[input.principal.name] == persons[input.host.breakglass.requester.name]
+}
+`
+
+// TestHelperBreakglassPolicyKnowsPersons: two keys of one person are two
+// principals to the helper, and a policy that knows they are one refuses
+// the approval; another person's key approves.
+func TestHelperBreakglassPolicyKnowsPersons(t *testing.T) {
+	b := newBGBed(t)
+	ctx := context.Background()
+	auth := authority.New(b.stateDir, nil, nil)
+	ps, err := policy.NewStore(auth.Dir(), nil)
+	must(t, err)
+	tests := []byte(`package proxmox_mcp.policy_test
+
+import rego.v1
+
+import data.proxmox_mcp.policy
+
+test_one_person_does_not_approve_itself if {
+	policy.host_decision.effect == "deny" with input as {"principal": {"name": "pat-approver"}, "host": {"op": "breakglass.approve", "breakglass": {"requester": {"name": "root"}}}}
+}
+
+test_another_person_approves if {
+	policy.host_decision.effect == "allow" with input as {"principal": {"name": "dave"}, "host": {"op": "breakglass.approve", "breakglass": {"requester": {"name": "root"}}}}
+}
+`)
+	dr, err := ps.Draft(ctx, "persons", []byte(personsPolicy), tests)
+	must(t, err)
+	_, err = ps.Activate(ctx, "persons", dr.Digest)
+	must(t, err)
+	ks, err := keys.Open(b.stateDir, keys.Options{Params: fastParams, Shared: auth})
+	must(t, err)
+	mk := func(name string) string {
+		c, err := ks.Create(ctx, keys.CreateRequest{Name: name, Binding: keys.Binding{Policy: "persons"}})
+		must(t, err)
+		return c.Key.Reveal()
+	}
+	pat, dee := mk("pat-approver"), mk("dave")
+	target := filepath.Join(b.protected, "model.bin")
+	resp, a := b.step(t, b.rootKey, OpBreakglassRequest, map[string]any{"operation": map[string]any{"kind": "delete_file", "path": target}})
+	if !resp.OK {
+		t.Fatalf("request: %+v", resp.Error)
+	}
+	id := a.Preview.ID
+	if resp, _ := b.step(t, b.rootKey, "breakglass.confirm", map[string]any{"id": id, "phrase": a.Phrase}); !resp.OK {
+		t.Fatalf("confirm: %+v", resp.Error)
+	}
+	resp, _ = b.step(t, pat, OpBreakglassApprove, map[string]any{"id": id, "digest": a.Digest})
+	if resp.OK || resp.Error.Code != "denied" || !strings.Contains(resp.Error.Message, "another person") {
+		t.Fatalf("pat's other key approves: %+v", resp.Error)
+	}
+	resp, got := b.step(t, dee, OpBreakglassApprove, map[string]any{"id": id, "digest": a.Digest})
+	if !resp.OK || got.State != breakglass.StateQueued {
+		t.Fatalf("dee approves: %+v", resp.Error)
+	}
+}

@@ -58,6 +58,29 @@ type HostOp struct {
 	Command *Command
 	// Guest is the guest guest.exec runs in.
 	Guest *GuestRef
+	// Breakglass is the request a break-glass step is about
+	// (input.host.breakglass); nil for other operations.
+	Breakglass *BreakglassRef
+}
+
+// BreakglassRef is the break-glass request a step is about: its id, its
+// operation's kind and who asked, so that a policy can refuse approvals
+// between keys it knows to be one person's.
+type BreakglassRef struct {
+	ID, Kind string
+	// RequesterKeyID, RequesterName and RequesterLineage are the
+	// requesting key's id, name and lineage (the first key of its
+	// rotations).
+	RequesterKeyID, RequesterName, RequesterLineage string
+}
+
+// value is input.host.breakglass.
+func (b *BreakglassRef) value() ast.Value {
+	if b == nil {
+		return ast.Null{}
+	}
+	return ast.NewObject(strItem("id", b.ID), strItem("kind", b.Kind),
+		item("requester", ast.NewObject(strItem("key_id", b.RequesterKeyID), strItem("name", b.RequesterName), strItem("lineage", b.RequesterLineage))))
 }
 
 // Command is a command as the helper resolved it (input.host.command).
@@ -102,6 +125,7 @@ func (h *HostOp) value() ast.Value {
 		strItem("action", h.Action),
 		item("command", h.Command.value()),
 		item("guest", h.Guest.value()),
+		item("breakglass", h.Breakglass.value()),
 	)
 }
 
