@@ -98,6 +98,9 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"x","key":"k","op":"a.b","args":{}} `))
 	f.Add([]byte(`{"v":1,"id":"x","key":"k","op":"a.b","args":{},"args":[]}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"v":1,"id":"x","key":"k","op":"breakglass.request","args":{"operation":{"kind":"delete_file","path":"/mnt/model-repo/a"}}}`))
+	f.Add([]byte(`{"v":1,"id":"x","key":"k","op":"breakglass.approve","args":{"id":"bg-0123456789abcdef","digest":"00"}}`))
+	f.Add([]byte(`{"v":1,"id":"x","key":"k","op":"breakglass.stage","args":{"sha256":"00","size":1,"offset":0,"content":"QQ=="}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeRequest(body)
 		if err != nil {
@@ -109,6 +112,12 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if req.V != WireVersion || req.Key == "" || !opPattern.MatchString(req.Op) || !idPattern.MatchString(req.ID) || len(req.Args) == 0 || req.Args[0] != '{' {
 			t.Fatalf("accepted a request whose envelope does not hold: %+v", req)
+		}
+		// The operation's own decoding refuses with a bad_request too.
+		if _, err := parseOp(req.Op, req.Args); err != nil {
+			if we := asWire(err); we.Code != "bad_request" {
+				t.Fatalf("args of %s: error %v is not a bad_request", req.Op, err)
+			}
 		}
 	})
 }
