@@ -2,6 +2,7 @@ package breakglass
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -40,6 +41,34 @@ func BenchmarkGuardInventory(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := g.load(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBreakglassProtocol is one whole request on a repository in a
+// temporary directory: request (resolve, hash, preview, record),
+// confirm, approve (sign, queue), and the runner (verify, nonce, resolve
+// and compare again, delete the file, result).
+func BenchmarkBreakglassProtocol(b *testing.B) {
+	bed := newPBed(b)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		name := fmt.Sprintf("f%d", i)
+		bed.write(name, "weights")
+		b.StartTimer()
+		rec, err := bed.svc.Request(ctx, alice, Operation{Kind: OpDeleteFile, Path: bed.path(name)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := bed.svc.Confirm(ctx, alice, rec.Preview.ID, Phrase(rec.Preview.ID, rec.Digest)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := bed.svc.Approve(ctx, bob, rec.Preview.ID, rec.Digest); err != nil {
+			b.Fatal(err)
+		}
+		if err := bed.svc.RunQueue(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

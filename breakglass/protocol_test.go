@@ -19,7 +19,7 @@ import (
 // pbed is a repository in a temporary directory, a service over it with a
 // clock the test moves, and the principals of a protocol run.
 type pbed struct {
-	t     *testing.T
+	t     testing.TB
 	repo  string
 	dir   string
 	now   time.Time
@@ -37,7 +37,7 @@ var (
 	hostRoot    = Principal{Name: "root", Host: true}
 )
 
-func newPBed(t *testing.T) *pbed {
+func newPBed(t testing.TB) *pbed {
 	t.Helper()
 	base := t.TempDir()
 	b := &pbed{t: t, repo: filepath.Join(base, "model-repo"), dir: filepath.Join(base, "helper", "breakglass"),
