@@ -340,14 +340,3 @@ func (s *Server) elicitConfirmation(ctx context.Context, c Caller, content map[s
 	res, _, err = s.breakglassStep(ctx, c, call, "breakglass.confirm", map[string]any{"id": id, "phrase": given})
 	return res, err
 }
-
-// elicitsForms says whether the session's client declared elicitation in
-// form mode (an empty elicitation capability means form mode).
-func elicitsForms(ctx context.Context) bool {
-	ci, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
-	if !ok {
-		return false
-	}
-	el := ci.GetClientCapabilities().Elicitation
-	return el != nil && (el.Form != nil || el.URL == nil)
-}

@@ -116,6 +116,15 @@ func (s *Server) prepare(ctx context.Context, c Caller, req callRequest) (*prepa
 			break // nothing will be sent: no confirmation is asked for or used up
 		}
 		if req.confirm == "" {
+			if approverOf(d) == "self" {
+				switch s.askPerson(ctx, confirmMessage(p)) {
+				case personConfirmed:
+					pr.audit.Decision.Reasons = append(slices.Clone(d.Reasons), "confirmed by the person at the client (elicitation)")
+					return pr, nil
+				case personDeclined:
+					return nil, s.refuse(ctx, audit, journal.OutcomeDenied, "The person at the client did not confirm this call. Nothing was sent.")
+				}
+			}
 			return nil, s.askConfirmation(ctx, audit, c, p)
 		}
 		if err := s.confirm.redeem(req.confirm, c, p.Endpoint, p.Checked.Wire, approverOf(d)); err != nil {
@@ -449,6 +458,12 @@ func (s *Server) refuse(ctx context.Context, audit AuditCall, outcome journal.Ou
 func noEndpointText(method, path string, err error) string {
 	return fmt.Sprintf("No endpoint serves %s %s (%v). Find one with %s; give a concrete path such as /nodes/pve1/qemu/100/config.",
 		strings.ToUpper(method), path, err, ToolSearch)
+}
+
+// confirmMessage is what the person is asked to confirm: the call, its
+// arguments and the policy's reasons.
+func confirmMessage(p *plan.Plan) string {
+	return fmt.Sprintf("Confirm %s %s (%s) with %v? %s", p.Endpoint.Method, p.Path, p.Risk, flatten(p.Checked.Wire), reasonsText(p.Decision))
 }
 
 func reasonsText(d policy.Decision) string {

@@ -224,10 +224,16 @@ func (s *Server) handleGuestExec(ctx context.Context, req mcp.CallToolRequest) (
 	case d.Effect == policy.Confirm && kind == "lxc":
 		// In a container the helper asks for the confirmation and checks
 		// it, with a token of its own (the daemon cannot make one).
-	case d.Effect == policy.Confirm && approverOf(d) == "self":
-		if confirm == "" {
+	case d.Effect == policy.Confirm && approverOf(d) == "self" && confirm == "":
+		switch s.askPerson(ctx, fmt.Sprintf("Confirm running %q in %s %d on %s? %s", x.argv, guestLabel(x.guest.Type), x.guest.VMID, x.guest.Node, reasonsText(d))) {
+		case personConfirmed:
+			call.Decision.Reasons = append(slices.Clone(d.Reasons), "confirmed by the person at the client (elicitation)")
+		case personDeclined:
+			return s.refuse(ctx, call, journal.OutcomeDenied, "The person at the client did not confirm this command. Nothing was run."), nil
+		default:
 			return s.askGuestExecConfirmation(ctx, call, c, x, d), nil
 		}
+	case d.Effect == policy.Confirm && approverOf(d) == "self":
 		if err := s.confirm.redeem(confirm, c, guestExecConfirm, x.confirmWire(), "self"); err != nil {
 			return s.refuse(ctx, call, journal.OutcomeDenied, "Confirmation refused: "+err.Error()+". Nothing was done."), nil
 		}

@@ -297,6 +297,13 @@ func (a journalAuditor) Record(ctx context.Context, c AuditCall, o AuditOutcome)
 // a key bound to a profile (or a custom policy id when policyID is set).
 func (h *harness) as(profile string, policyID ...string) (*client.Client, context.Context) {
 	h.t.Helper()
+	return h.asWith(profile, nil, policyID...)
+}
+
+// asWith is as with a client that answers elicitations with person (nil:
+// a client without elicitation).
+func (h *harness) asWith(profile string, person client.ElicitationHandler, policyID ...string) (*client.Client, context.Context) {
+	h.t.Helper()
 	b := policy.Binding{Profile: profile}
 	tier := Tier(profile)
 	if len(policyID) > 0 {
@@ -309,7 +316,11 @@ func (h *harness) as(profile string, policyID ...string) (*client.Client, contex
 		Tier:      tier,
 	}
 	ctx := WithCaller(context.Background(), caller)
-	c, err := client.NewInProcessClient(h.srv.MCP())
+	var opts []client.ClientOption
+	if person != nil {
+		opts = append(opts, client.WithElicitationHandler(person))
+	}
+	c, err := client.NewInProcessClientWithOptions(h.srv.MCP(), opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}

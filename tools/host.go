@@ -240,13 +240,37 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 		return res, nil
 	}
+	res, resp := s.hostWrite(ctx, call, hreq, progress)
+	if we := resp.Error; we != nil && we.Code == "confirm" && we.Token != "" && hreq.Confirm == "" {
+		// The helper asks the caller to confirm: where the client can,
+		// the person is asked, and their yes sends the token back.
+		switch s.askPerson(ctx, fmt.Sprintf("Confirm %s %s? %s", name, hostJournalArgs(a), we.Message)) {
+		case personConfirmed:
+			hreq.Confirm = we.Token
+			call.Time, call.Decision.Reasons = s.opts.Now(), append(slices.Clone(call.Decision.Reasons), "confirmed by the person at the client (elicitation)")
+			res, _ = s.hostWrite(ctx, call, hreq, progress)
+		case personDeclined:
+			text := "The person at the client did not confirm this host operation. Nothing was done."
+			call.Time = s.opts.Now()
+			if err := s.audit.Record(journalContext(ctx), call, AuditOutcome{Outcome: journal.OutcomeDenied, Error: text}); err != nil {
+				return errorResult("the journal refused the record of this call: " + err.Error()), nil
+			}
+			return errorResult(text), nil
+		}
+	}
+	return res, nil
+}
+
+// hostWrite sends a host operation that can change something to the
+// helper: its intent journaled before, its receipt after, never retried.
+func (s *Server) hostWrite(ctx context.Context, call AuditCall, hreq host.Request, progress func(host.ExecProgress)) (*mcp.CallToolResult, host.Response) {
 	id, err := s.audit.Intent(journalContext(ctx), call)
 	if err != nil {
-		return errorResult("the journal did not take this write's intent, so nothing was sent to the helper: " + err.Error()), nil
+		return errorResult("the journal did not take this write's intent, so nothing was sent to the helper: " + err.Error()), host.Response{}
 	}
 	start := s.opts.Now()
 	resp, err := s.opts.Host.Helper(ctx, hreq, progress)
-	res, out := hostResult(name, resp, err)
+	res, out := hostResult(call.Tool, resp, err)
 	out.Duration = s.opts.Now().Sub(start)
 	if err != nil {
 		out.Outcome = journal.OutcomeUncertain
@@ -254,7 +278,7 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if rerr := s.audit.Receipt(journalContext(ctx), id, out); rerr != nil {
 		s.opts.Logger.Error("tools: journal a host write's receipt", "call_id", id, "err", rerr)
 	}
-	return res, nil
+	return res, resp
 }
 
 // hostTarget is a host tool's target as the daemon can check it: a path

@@ -1,0 +1,133 @@
+package tools
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/proxmox-mcp/proxmox-mcp/host"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
+)
+
+// person answers every confirmation asked of it with yes or no, and
+// keeps what it was asked.
+type person struct {
+	mu    sync.Mutex
+	yes   bool
+	asked []string
+}
+
+func (p *person) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked = append(p.asked, req.Params.Message)
+	if !p.yes {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+	}
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"confirm": true}}}, nil
+}
+
+// TestConfirmationByThePerson: where the client takes elicitation, the
+// caller's own confirmation is asked of the person: their yes makes the
+// call at once (no token reaches the model), their no sends nothing, and
+// both are journaled; a client without elicitation still gets a token.
+func TestConfirmationByThePerson(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	stop := map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop"}
+
+	no := &person{}
+	c, ctx := h.asWith("operator", no)
+	before := h.sim.Writes()
+	res, _ := call(t, c, ctx, ToolCall, stop)
+	if !res.IsError || !strings.Contains(text(res), "did not confirm") || h.sim.Writes() != before {
+		t.Fatalf("declined: %s (writes %d)", text(res), h.sim.Writes()-before)
+	}
+	if len(no.asked) != 1 || !strings.Contains(no.asked[0], "POST /nodes/pve1/qemu/100/status/stop") {
+		t.Fatalf("the person was asked %q", no.asked)
+	}
+
+	yes := &person{yes: true}
+	c, ctx = h.asWith("operator", yes)
+	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/100/status/stop", "wait": 30})
+	if res.IsError || content["upid"] == nil || content["confirm"] != nil {
+		t.Fatalf("confirmed by the person: %s", text(res))
+	}
+	if h.sim.Writes() != before+1 {
+		t.Errorf("%d writes, want 1", h.sim.Writes()-before)
+	}
+	confirmed := false
+	for _, in := range h.audit.intents {
+		for _, r := range in.Decision.Reasons {
+			confirmed = confirmed || strings.Contains(r, "confirmed by the person")
+		}
+	}
+	if !confirmed {
+		t.Error("no intent says the person confirmed it")
+	}
+
+	// Without elicitation: the token, as before.
+	c, ctx = h.as("operator")
+	res, content = call(t, c, ctx, ToolCall, stop)
+	if res.IsError || content["status"] != "confirmation_required" || content["confirm"] == nil {
+		t.Fatalf("a client without elicitation: %s", text(res))
+	}
+}
+
+// TestHostConfirmationByThePerson: the helper asks the caller to confirm
+// a host write; where the client takes elicitation, the person's yes sends
+// the helper's token back at once (the model never holds it), their no
+// sends nothing more.
+func TestHostConfirmationByThePerson(t *testing.T) {
+	var mu sync.Mutex
+	var sent []host.Request
+	helper := func(_ context.Context, req host.Request, _ func(host.ExecProgress)) (host.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, req)
+		if req.Confirm != "pmhc_the-helpers-token" {
+			return host.Response{ID: req.ID, Error: &host.WireError{Code: "confirm", Token: "pmhc_the-helpers-token", Expires: time.Now().Add(time.Minute), Message: "writing needs confirmation"}}, nil
+		}
+		return host.Response{ID: req.ID, OK: true, Result: []byte(`{"path":"/srv/a.conf","size":2,"sha256":"x","created":true}`)}, nil
+	}
+	h := newHarness(t, harnessOpts{host: HostOptions{Helper: helper, Roots: []host.Root{{Path: "/srv", Write: true}}}})
+	session := func(p *person) (*client.Client, context.Context) {
+		caller := Caller{Principal: policy.Principal{KeyID: "kadmin", Name: "admin-key", Profile: "admin", Transport: "loopback", Source: "127.0.0.1"},
+			Binding: policy.Binding{Profile: "admin"}, Tier: TierAdmin, Key: keys.Secret("pmcp_not-checked-here")}
+		ctx := WithCaller(context.Background(), caller)
+		c, err := client.NewInProcessClientWithOptions(h.srv.MCP(), client.WithElicitationHandler(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		init.Params.ClientInfo = mcp.Implementation{Name: "person-test", Version: "1"}
+		if _, err := c.Initialize(ctx, init); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, ctx
+	}
+	write := map[string]any{"path": "/srv/a.conf", "content": "x\n", "sha256": "4a3ea2bea0f2d5e4ac0e5b1b2b7b6b7ad0cba4d0bbd1b1c3d6c4e0a4f5e6d7c8"}
+	c, ctx := session(&person{})
+	res, _ := call(t, c, ctx, ToolHostWrite, write)
+	if !res.IsError || !strings.Contains(text(res), "did not confirm") || len(sent) != 1 {
+		t.Fatalf("declined: %s (%d requests)", text(res), len(sent))
+	}
+	c, ctx = session(&person{yes: true})
+	res, content := call(t, c, ctx, ToolHostWrite, write)
+	if res.IsError || content["created"] != true || content["confirm"] != nil {
+		t.Fatalf("confirmed: %s", text(res))
+	}
+	if len(sent) != 3 || sent[2].Confirm != "pmhc_the-helpers-token" || sent[1].Confirm != "" {
+		t.Fatalf("the helper got %d requests: %+v", len(sent), sent)
+	}
+}
