@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -97,24 +98,7 @@ func TestHostConfirmationByThePerson(t *testing.T) {
 	}
 	h := newHarness(t, harnessOpts{host: HostOptions{Helper: helper, Roots: []host.Root{{Path: "/srv", Write: true}}}})
 	session := func(p *person) (*client.Client, context.Context) {
-		caller := Caller{Principal: policy.Principal{KeyID: "kadmin", Name: "admin-key", Profile: "admin", Transport: "loopback", Source: "127.0.0.1"},
-			Binding: policy.Binding{Profile: "admin"}, Tier: TierAdmin, Key: keys.Secret("pmcp_not-checked-here")}
-		ctx := WithCaller(context.Background(), caller)
-		c, err := client.NewInProcessClientWithOptions(h.srv.MCP(), client.WithElicitationHandler(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		init.Params.ClientInfo = mcp.Implementation{Name: "person-test", Version: "1"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c, ctx
+		return personSession(t, h, "admin", "pmcp_kadmin_secret", p)
 	}
 	write := map[string]any{"path": "/srv/a.conf", "content": "x\n", "sha256": "4a3ea2bea0f2d5e4ac0e5b1b2b7b6b7ad0cba4d0bbd1b1c3d6c4e0a4f5e6d7c8"}
 	c, ctx := session(&person{})
@@ -129,5 +113,59 @@ func TestHostConfirmationByThePerson(t *testing.T) {
 	}
 	if len(sent) != 3 || sent[2].Confirm != "pmhc_the-helpers-token" || sent[1].Confirm != "" {
 		t.Fatalf("the helper got %d requests: %+v", len(sent), sent)
+	}
+}
+
+// personSession is a session of a key whose client answers elicitations
+// with p.
+func personSession(t *testing.T, h *harness, profile, key string, p *person) (*client.Client, context.Context) {
+	t.Helper()
+	caller := Caller{Principal: policy.Principal{KeyID: "k" + profile, Name: profile + "-key", Profile: profile, Transport: "loopback", Source: "127.0.0.1"},
+		Binding: policy.Binding{Profile: profile}, Tier: Tier(profile), Key: keys.Secret(key)}
+	ctx := WithCaller(context.Background(), caller)
+	c, err := client.NewInProcessClientWithOptions(h.srv.MCP(), client.WithElicitationHandler(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "person-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, ctx
+}
+
+// TestContainerExecConfirmationByThePerson: an operator's command in a
+// container, which the helper asks to confirm, runs on the person's yes
+// with the helper's token, and not at all on their no.
+func TestContainerExecConfirmationByThePerson(t *testing.T) {
+	var mu sync.Mutex
+	var sent []host.Request
+	code := 0
+	result, _ := json.Marshal(host.ExecResult{Unit: "pmcp-exec-1.service", Argv: []string{"true"}, Result: "success", ExitCode: &code,
+		Stdout: host.Output{Encoding: "utf-8"}, Stderr: host.Output{Encoding: "utf-8"}})
+	h := newHarness(t, harnessOpts{host: HostOptions{Helper: func(_ context.Context, req host.Request, _ func(host.ExecProgress)) (host.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, req)
+		if req.Confirm != "hc1" {
+			return host.Response{Error: &host.WireError{Code: "confirm", Message: "running a command inside lxc guest 200 needs confirmation", Token: "hc1", Expires: time.Now().Add(5 * time.Minute)}}, nil
+		}
+		return host.Response{OK: true, Result: result}, nil
+	}}})
+	args := map[string]any{"vmid": 200, "argv": []any{"true"}}
+	c, ctx := personSession(t, h, "operator", "pmcp_koperator_secret", &person{})
+	if res, _ := call(t, c, ctx, ToolGuestExec, args); !res.IsError || !strings.Contains(text(res), "did not confirm") || len(sent) != 1 {
+		t.Fatalf("declined: %s (%d requests)", text(res), len(sent))
+	}
+	c, ctx = personSession(t, h, "operator", "pmcp_koperator_secret", &person{yes: true})
+	res, content := call(t, c, ctx, ToolGuestExec, args)
+	if res.IsError || content["exit_code"] != float64(0) || len(sent) != 3 || sent[2].Confirm != "hc1" {
+		t.Fatalf("confirmed: %s (%d requests)", text(res), len(sent))
 	}
 }

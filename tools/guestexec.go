@@ -530,6 +530,18 @@ func (s *Server) guestExecContainer(ctx context.Context, c Caller, call AuditCal
 			res = withHint(res, " The command may have run, in part or whole: check its effect in the container before running it again.")
 		}
 		s.receipt(ctx, id, out)
+		if we := resp.Error; err == nil && we != nil && we.Code == "confirm" && we.Token != "" && confirm == "" {
+			// The helper asks the caller to confirm: where the client
+			// can, the person is asked, and their yes sends its token.
+			switch s.askPerson(ctx, fmt.Sprintf("Confirm running %q in container %d on %s? %s", x.argv, x.guest.VMID, x.guest.Node, we.Message)) {
+			case personConfirmed:
+				call.Time, call.Decision.Reasons = s.opts.Now(), append(slices.Clone(call.Decision.Reasons), "confirmed by the person at the client (elicitation)")
+				return s.guestExecContainer(ctx, c, call, x, we.Token, token)
+			case personDeclined:
+				call.Time = s.opts.Now()
+				return s.refuse(ctx, call, journal.OutcomeDenied, "The person at the client did not confirm this command. Nothing was run.")
+			}
+		}
 		return res
 	}
 	var r host.ExecResult
