@@ -158,10 +158,24 @@ func NewHandler(o HTTPOptions) (http.Handler, error) {
 	mux.HandleFunc("/healthz", g.healthz)
 	mux.HandleFunc("/readyz", g.readyz)
 	mux.HandleFunc("/mcp", g.mcp)
+	mux.HandleFunc("/.well-known/", g.wellKnown)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusNotFound, "not found: the MCP endpoint is /mcp")
 	})
 	return g.sourceLimit(g.hostCheck(mux)), nil
+}
+
+// noOAuth is what a client that would try OAuth is told: the key is the
+// whole of it.
+const noOAuth = "this server takes proxmox-mcp API keys (proxmox-mcp key create), not OAuth: there is nothing to log in to or register with"
+
+// wellKnown answers the OAuth discovery documents clients probe for
+// (RFC 8414, RFC 9728, OpenID) with a plain 404 that says why: it is no
+// refusal of a caller, so nothing is journaled; the source limit still
+// counts it.
+func (g *guard) wellKnown(w http.ResponseWriter, r *http.Request) {
+	g.o.Logger.Debug("transport: a discovery probe", "listener", g.o.Listener, "source", r.RemoteAddr, "path", r.URL.Path)
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found: " + noOAuth})
 }
 
 type guard struct {
@@ -223,7 +237,7 @@ func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
 	key, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="proxmox-mcp"`)
-		g.refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <key>")
+		g.refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <key>, "+noOAuth)
 		return
 	}
 	ctx, err := g.o.Authenticate(r.Context(), key, g.o.Listener, r.RemoteAddr, r)
@@ -238,8 +252,8 @@ func (g *guard) mcp(w http.ResponseWriter, r *http.Request) {
 			g.refuse(w, r, http.StatusForbidden, "forbidden: "+fe.Reason)
 			return
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="proxmox-mcp", error="invalid_token"`)
-		g.refuse(w, r, http.StatusUnauthorized, "unauthorized: the key was not accepted")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="proxmox-mcp", error="invalid_token", error_description="the API key was not accepted"`)
+		g.refuse(w, r, http.StatusUnauthorized, "unauthorized: the key was not accepted; "+noOAuth)
 		return
 	}
 	// From here on a refusal is recorded with the caller the key made.

@@ -120,6 +120,33 @@ func TestGuards(t *testing.T) {
 	}
 }
 
+// TestOAuthDiscoveryProbes: the discovery documents a client looks for
+// after a 401 answer a 404 that says the server takes API keys, and none
+// is journaled as a refused caller (each was a denied row before).
+func TestOAuthDiscoveryProbes(t *testing.T) {
+	srv, refused := testServer(t, nil)
+	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+		"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		resp, err := srv.Client().Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || !strings.Contains(string(body), "not OAuth") || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, body)
+		}
+	}
+	if len(*refused) != 0 {
+		t.Errorf("discovery probes were journaled as refusals: %q", *refused)
+	}
+	resp := post(t, srv, initBody, map[string]string{"Authorization": "Bearer pmcp_bad"})
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 401 || !strings.Contains(string(body), "not OAuth") || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "the API key was not accepted") {
+		t.Errorf("a wrong key: %d %s %q", resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
 // A chunked body (no Content-Length) over the limit is refused too.
 func TestChunkedBodyLimit(t *testing.T) {
 	srv, _ := testServer(t, nil)
