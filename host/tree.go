@@ -34,6 +34,9 @@ type Refused struct {
 	Dirs []string
 	// Files are patterns (path.Match) of refused single files.
 	Files []string
+	// WriteDirs may be read but never written, with everything beneath
+	// them, by a file write or a command's writable path.
+	WriteDirs []string
 }
 
 // SecretPaths are the places of this install's own secrets.
@@ -70,6 +73,12 @@ func DefaultRefused(s SecretPaths) Refused {
 			"/etc/pve/nodes/*/pve-ssl.key", "/etc/pve/nodes/*/pveproxy-ssl.key",
 			"/etc/pve/local/pve-ssl.key", "/etc/pve/local/pveproxy-ssl.key",
 		},
+		// PVE's cluster configuration (pmxcfs): guests' configurations,
+		// storages, users and permissions. Written through the API, PVE
+		// checks each change and the protected-repository guard sees a
+		// disk or bind mount of the repository; written as a file,
+		// neither would.
+		WriteDirs: []string{"/etc/pve"},
 	}
 }
 
@@ -396,6 +405,14 @@ func (t *Tree) precheck(field, p string, write bool) (string, error) {
 	}
 	if what := t.refusedName(p); what != "" {
 		return "", fmt.Errorf("%w: %w", ErrRefused, &PathError{Field: field, Path: p, Rule: fmt.Sprintf("is refused whatever the policy (%s holds this install's or the host's secrets)", what)})
+	}
+	if write {
+		for _, d := range t.refused.WriteDirs {
+			if beneath(p, d) || beneath(d, p) {
+				return "", fmt.Errorf("%w: %w", ErrRefused, &PathError{Field: field, Path: p, Rule: fmt.Sprintf(
+					"is not written whatever the policy: %s is PVE's configuration, which changes through PVE's API (proxmox_api_call), where PVE checks each change and the protected-repository guard sees what it attaches", d)})
+			}
+		}
 	}
 	return root.Path, nil
 }

@@ -330,3 +330,29 @@ func TestWriteOwner(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestPVEConfigurationIsNeverWritten: even beneath a root that allows
+// writes, nothing under /etc/pve is written as a file (a guest's
+// configuration written so would attach the protected LV or bind-mount
+// the repository past PVE's checks and the guard); it is still read.
+func TestPVEConfigurationIsNeverWritten(t *testing.T) {
+	tree, err := OpenTree([]Root{{Path: "/etc", Write: true}}, DefaultRefused(SecretPaths{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	for _, p := range []string{"/etc/pve/qemu-server/100.conf", "/etc/pve/nodes/pve1/lxc/200.conf", "/etc/pve/storage.cfg", "/etc/pve"} {
+		if _, err := tree.precheck("path", p, true); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "PVE's API") {
+			t.Errorf("a write to %s: %v", p, err)
+		}
+		if _, err := tree.cleanWritable("writable[0]", p); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s writable by a command: %v", p, err)
+		}
+	}
+	if _, err := tree.precheck("path", "/etc/pve/qemu-server/100.conf", false); err != nil {
+		t.Errorf("a read of a guest's configuration: %v", err)
+	}
+	if _, err := tree.precheck("path", "/etc/hosts", true); err != nil {
+		t.Errorf("a write beside /etc/pve: %v", err)
+	}
+}
