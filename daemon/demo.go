@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -54,11 +55,29 @@ type DemoInfo struct {
 	// MetricsURL is the daemon's Prometheus endpoint (a free loopback port).
 	MetricsURL string `json:"metrics_url"`
 	StateDir   string `json:"state_dir"`
+	// ApproverKey is a second key, of the root profile, for a second
+	// person: it approves the break-glass requests the demo key (with
+	// --profile root) asks for, which no key of the requester's may do.
+	// Empty without a host, and over stdio, where nobody else can
+	// connect.
+	ApproverKey string `json:"approver_key,omitempty"`
+	// HostDir is the simulated host the host tools reach (through the
+	// demo's own helper): var/log to read, srv and mnt to write, and
+	// Repository in mnt. Empty for read-only and operator keys, whose
+	// policies reach none of its files.
+	HostDir string `json:"host_dir,omitempty"`
+	// Repository is the protected demo repository beneath HostDir, which
+	// only break-glass changes.
+	Repository string `json:"repository,omitempty"`
 }
 
 // RunDemo starts the PVE simulator and the daemon in front of it on
 // loopback, creates a key, calls ready with how to connect, and serves
-// until ctx ends. Nothing it does touches a real host.
+// until ctx ends. Nothing it does touches a real host: with an admin or
+// root key the host tools reach a simulated host in the state directory,
+// through a helper and a break-glass runner of the demo's own
+// (demohost.go), and a second key approves the break-glass requests of
+// the first.
 func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:8765"
@@ -92,6 +111,13 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
+	}
+	// The host's roots are real paths, without a symbolic link on the way.
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
 	}
 	apidoc, schemaName := sim.DemoSchema(), "built-in demo schema (what the simulator serves)"
 	if o.APIDoc != "" {
@@ -136,22 +162,50 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 	if cfg.PVE.Tokens, err = writeSimTokens(s, filepath.Join(dir, "tokens")); err != nil {
 		return err
 	}
+	// The host, for the keys whose policies reach its files: a read-only
+	// or operator key would see only the service and command tools, which
+	// the demo's helper (no systemd) always refuses.
+	var helperCfg *config.Config
+	var helperLn *net.UnixListener
+	hostDir := ""
+	if demoHasHost(o.Profile) {
+		if hostDir, err = demoHost(dir); err != nil {
+			return fmt.Errorf("the demo's host: %w", err)
+		}
+		helperCfg = demoHostConfig(cfg, dir, hostDir)
+		// The helper's socket is there before the daemon is built, which
+		// serves the host tools only then; without it the demo still runs.
+		if helperLn, err = listenDemoHelper(cfg.Host.HelperSocket()); err != nil {
+			o.Logger.Warn("demo: no host tools, the demo's helper cannot listen", "err", err)
+		} else {
+			defer helperLn.Close()
+		}
+	}
 	d, err := New(ctx, Options{Config: cfg, Version: o.Version, Logger: o.Logger})
 	if err != nil {
 		return err
 	}
-	created, err := demoKey(ctx, d.Keys(), o.Profile)
+	created, err := demoKey(ctx, d.Keys(), "demo-"+o.Profile, o.Profile)
 	if err != nil {
 		return fmt.Errorf("demo key: %w", err)
 	}
 	// The key lives as long as the demo, also in a kept state directory.
 	defer d.Keys().Revoke(context.WithoutCancel(ctx), created.Record.ID) //nolint:errcheck // the demo is ending
+	info := DemoInfo{Key: created.Key.Reveal(), Profile: o.Profile, Schema: schemaName, SimulatorURL: simSrv.URL, StateDir: dir}
+	if helperLn != nil {
+		dh, err := startDemoHelper(ctx, helperCfg, d.Keys(), helperLn, o.Logger)
+		if err != nil {
+			return fmt.Errorf("the demo's helper: %w", err)
+		}
+		defer dh.close() //nolint:errcheck // the demo is ending
+		info.HostDir, info.Repository = hostDir, helperCfg.Protected.Paths[0]
+	}
 	if o.Stdio != nil {
 		caller, err := d.StdioCaller(ctx, created.Key.Reveal())
 		if err != nil {
 			return err
 		}
-		ready(DemoInfo{Key: created.Key.Reveal(), Profile: o.Profile, Schema: schemaName, SimulatorURL: simSrv.URL, StateDir: dir})
+		ready(info)
 		err = d.ServeStdio(ctx, o.Stdio.In, o.Stdio.Out, caller)
 		if errors.Is(err, context.Canceled) {
 			return nil
@@ -165,10 +219,18 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 	case err := <-runErr:
 		return err
 	}
-	ready(DemoInfo{
-		URL: "http://" + d.Addresses()["loopback"] + "/mcp", Key: created.Key.Reveal(), Profile: o.Profile,
-		Schema: schemaName, SimulatorURL: simSrv.URL, StateDir: dir, MetricsURL: "http://" + d.Addresses()["metrics"] + "/metrics",
-	})
+	if info.HostDir != "" {
+		// A second person's key, over HTTP only: the approver of
+		// break-glass.
+		approver, err := demoKey(ctx, d.Keys(), demoApprover, policy.Root)
+		if err != nil {
+			return fmt.Errorf("the approver's key: %w", err)
+		}
+		defer d.Keys().Revoke(context.WithoutCancel(ctx), approver.Record.ID) //nolint:errcheck // the demo is ending
+		info.ApproverKey = approver.Key.Reveal()
+	}
+	info.URL, info.MetricsURL = "http://"+d.Addresses()["loopback"]+"/mcp", "http://"+d.Addresses()["metrics"]+"/metrics"
+	ready(info)
 	err = <-runErr
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -176,12 +238,21 @@ func RunDemo(ctx context.Context, o DemoOptions, ready func(DemoInfo)) error {
 	return err
 }
 
-// demoKey creates the demo's key, named demo-PROFILE. A kept state
-// directory may still hold the key of a demo that did not stop cleanly:
-// that one is revoked first, since its secret was shown only to the
-// earlier run.
-func demoKey(ctx context.Context, store *keys.Store, profile string) (keys.Created, error) {
-	req := keys.CreateRequest{Name: "demo-" + profile, Binding: keys.Binding{Profile: profile}}
+// demoHasHost says whether a demo key of the profile has the demo's
+// host: admin and root keys, whose policies read and write its files.
+func demoHasHost(profile string) bool { return profile == policy.Admin || profile == policy.Root }
+
+// demoApprover is the name of the demo's second key, of the root
+// profile: another principal than the demo key, which approves its
+// break-glass requests.
+const demoApprover = "demo-approver"
+
+// demoKey creates a demo's key: the demo key, demo-PROFILE, or the
+// approver's. A kept state directory may still hold the key of a demo
+// that did not stop cleanly: that one is revoked first, since its secret
+// was shown only to the earlier run.
+func demoKey(ctx context.Context, store *keys.Store, name, profile string) (keys.Created, error) {
+	req := keys.CreateRequest{Name: name, Binding: keys.Binding{Profile: profile}}
 	created, err := store.Create(ctx, req)
 	if !errors.Is(err, keys.ErrConflict) {
 		return created, err

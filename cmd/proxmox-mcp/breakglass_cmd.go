@@ -290,7 +290,7 @@ func (c *cli) breakglassRun(args []string) error {
 	defer j.Close()
 	failed := 0
 	err = svc.RunQueue(c.ctx, func(ctx context.Context, ev breakglass.RunEvent) {
-		call, res := runnerRow(ev)
+		call, res := host.RunnerRow(ev)
 		if _, err := j.Record(ctx, call, res); err != nil {
 			log.Error("breakglass: journal the runner's result", "id", ev.Result.ID, "err", err)
 		}
@@ -309,30 +309,4 @@ func (c *cli) breakglassRun(args []string) error {
 		log.Warn("breakglass: requests not done", "count", failed)
 	}
 	return nil
-}
-
-// runnerRow is the journal row of what the runner did with one file: by
-// the requester it ran for, approved by the approver.
-func runnerRow(ev breakglass.RunEvent) (journal.Call, journal.Result) {
-	call := journal.Call{Principal: journal.Principal{KeyID: "unverified", Transport: "runner"}, Tool: "breakglass run", Risk: "destructive",
-		Args: map[string]any{"file": ev.File, "id": ev.Result.ID}, Decision: journal.Decision{Effect: "breakglass"}}
-	if s := ev.Signed; s != nil {
-		call.Principal = journal.Principal{KeyID: s.Requester.KeyID, KeyName: s.Requester.Name, Profile: s.Requester.Profile, Policy: s.Requester.Policy, Transport: "runner"}
-		if s.Requester.Host {
-			call.Principal.KeyID = "host"
-		}
-		call.Args = map[string]any{"file": ev.File, "id": s.ID, "operation": s.Operation, "approver": s.Approver.Name}
-		call.Decision.Reasons = []string{"confirmed by " + s.Requester.String() + ", approved by " + s.Approver.String()}
-	}
-	res := journal.Result{Outcome: journal.OutcomeOK, JobID: ev.Result.ID, Duration: ev.Result.Finished.Sub(ev.Result.Started)}
-	if ev.Result.Digest != "" {
-		res.Detail = &journal.Detail{Digest: ev.Result.Digest}
-	}
-	switch ev.Result.Outcome {
-	case breakglass.OutcomeRefused:
-		res.Outcome, res.Error = journal.OutcomeDenied, ev.Result.Message
-	case breakglass.OutcomeFailed:
-		res.Outcome, res.Error = journal.OutcomeError, ev.Result.Message
-	}
-	return call, res
 }

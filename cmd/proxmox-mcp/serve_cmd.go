@@ -206,7 +206,13 @@ func (c *cli) demo(args []string) error {
 	}
 	return daemon.RunDemo(c.ctx, opts, func(info daemon.DemoInfo) {
 		if *asJSON {
-			line, _ := json.Marshal(map[string]string{"url": info.URL, "key": info.Key, "profile": info.Profile, "mode": *mode, "status_url": demoStatusURL(info)})
+			fields := map[string]string{"url": info.URL, "key": info.Key, "profile": info.Profile, "mode": *mode, "status_url": demoStatusURL(info)}
+			for k, v := range map[string]string{"approver_key": info.ApproverKey, "host_dir": info.HostDir, "repository": info.Repository} {
+				if v != "" {
+					fields[k] = v
+				}
+			}
+			line, _ := json.Marshal(fields)
 			fmt.Fprintln(out, string(line))
 			return
 		}
@@ -232,7 +238,7 @@ func (c *cli) printDemo(info daemon.DemoInfo, mode string) {
   API schema    %s
   Tool mode     %s (--mode compact, expanded or search)
   Status page   %s (the daemon's own, in a browser)
-
+%s
 Client configuration (Cursor's ~/.cursor/mcp.json; README.md shows Claude Desktop, VS Code and Codex):
   %s
 
@@ -241,7 +247,29 @@ MCP Inspector:
     --header "Authorization: Bearer %s" --method tools/list
 
 Serving until interrupted (Ctrl-C).
-`, info.URL, info.Key, info.Profile, info.Schema, mode, demoStatusURL(info), cfg, info.URL, info.Key)
+`, info.URL, info.Key, info.Profile, info.Schema, mode, demoStatusURL(info), demoHostLines(info), cfg, info.URL, info.Key)
+}
+
+// demoHostLines say where the demo's simulated host is and what the
+// approver's key is for, or which profiles have a host.
+func demoHostLines(info daemon.DemoInfo) string {
+	if info.HostDir == "" {
+		if info.Profile == "admin" || info.Profile == "root" {
+			return "" // its helper could not listen, which the log said
+		}
+		return "  Demo host     none for this profile (--profile admin or root has one, with a protected repository)\n"
+	}
+	s := fmt.Sprintf(`  Demo host     %s
+                (var/log to read, srv and mnt to write: the proxmox_host_file_* tools, through the demo's own helper)
+  Repository    %s (protected: only break-glass changes it)
+`, info.HostDir, info.Repository)
+	if info.ApproverKey != "" {
+		s += fmt.Sprintf(`  Approver key  %s
+                (profile root, for a second person: with --profile root the demo key requests a change of the
+                repository and confirms it with its phrase, this key approves its digest, the demo's runner does it)
+`, info.ApproverKey)
+	}
+	return s
 }
 
 // demoStatusURL is the status page of the demo's metrics listener.
