@@ -226,13 +226,21 @@ func TestSandboxOfACommand(t *testing.T) {
 	}
 	props := ExecSpec{Path: "/usr/bin/true", Argv: []string{"true"}, Cwd: "/", Sandbox: sb}.properties(-1, 1, 2)
 	names := map[string]bool{}
+	values := map[string]any{}
 	for _, p := range props {
 		names[p.Name] = true
+		values[p.Name] = p.Value.Value()
 	}
-	for _, want := range []string{"ProtectSystem", "NoNewPrivileges", "CapabilityBoundingSet", "PrivateTmp", "PrivatePIDs", "RestrictNamespaces", "RuntimeMaxUSec", "MemoryMax", "TasksMax", "InaccessiblePaths", "ReadOnlyPaths", "ReadWritePaths"} {
+	for _, want := range []string{"Type", "ProtectSystem", "NoNewPrivileges", "CapabilityBoundingSet", "PrivateTmp", "PrivatePIDs", "RestrictNamespaces", "RuntimeMaxUSec", "MemoryMax", "TasksMax", "InaccessiblePaths", "ReadOnlyPaths", "ReadWritePaths"} {
 		if !names[want] {
 			t.Errorf("the unit lacks %s", want)
 		}
+	}
+	// Type=simple with PrivatePIDs=yes (a string in systemd 257): with
+	// Type=exec, systemd 257 lost the exit status of a command that
+	// exited at once (TestBootedExecStartRace).
+	if values["Type"] != "simple" || values["PrivatePIDs"] != "yes" {
+		t.Errorf("the unit has Type=%v, PrivatePIDs=%v; want simple and yes", values["Type"], values["PrivatePIDs"])
 	}
 	if names["StandardInputFileDescriptor"] {
 		t.Error("a command without stdin gets a stdin pipe")

@@ -141,7 +141,15 @@ func (spec ExecSpec) properties(stdin, stdout, stderr int) []sddbus.Property {
 	}
 	props := []sddbus.Property{
 		p("Description", "proxmox-mcp command: "+spec.Path),
-		p("Type", "exec"),
+		// Type=simple, not exec: with PrivatePIDs the main process is
+		// the grandchild that systemd's executor forks into the new PID
+		// namespace, which systemd 257 supervises as "not our child"
+		// and finds dead by looking at it. Type=exec's exec_fd event,
+		// handled before the SIGCHLD of a command that exited at once,
+		// then saw a zombie, "stopped" the unit (SIGKILL to the zombie)
+		// and lost the exit status: `false` came back as success with no
+		// exit code, 19 of 1000 runs of `true` under load (docs/host.md).
+		p("Type", "simple"),
 		p("ExecStart", []execStart{{Path: spec.Path, Args: spec.Argv}}),
 		p("WorkingDirectory", spec.Cwd),
 		p("Environment", Env),
@@ -228,8 +236,7 @@ func (s *Services) Exec(ctx context.Context, spec ExecSpec, progress func(ExecPr
 		stdin = int(inR.Fd())
 	}
 	start := time.Now()
-	done := make(chan string, 1)
-	_, err = conn.StartTransientUnitContext(ctx, res.Unit, "fail", spec.properties(stdin, int(outW.Fd()), int(errW.Fd())), done)
+	_, err = conn.StartTransientUnitContext(ctx, res.Unit, "fail", spec.properties(stdin, int(outW.Fd()), int(errW.Fd())), nil)
 	// systemd holds its own copies of the pipes now (or none).
 	outW.Close()
 	errW.Close()
@@ -265,12 +272,7 @@ func (s *Services) Exec(ctx context.Context, spec ExecSpec, progress func(ExecPr
 		return res, err
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
-	job := "done"
-	select {
-	case job = <-done:
-	case <-time.After(time.Second):
-	}
-	if err := s.exitOf(conn, &res, job == "done"); err != nil {
+	if err := s.exitOf(conn, &res); err != nil {
 		return res, err
 	}
 	// Streams end once the unit's processes are gone.
@@ -348,9 +350,12 @@ func (s *Services) waitInactive(conn *sddbus.Conn, unit string) error {
 
 // exitOf reads how the unit's main process ended.
 //
-// started says whether the start job succeeded: for Type=exec, whether
-// the program was executed at all.
-func (s *Services) exitOf(conn *sddbus.Conn, res *ExecResult, started bool) error {
+// Whether the program was executed at all is systemd's hand-off
+// timestamp (ExecMainHandoffTimestamp, systemd 256 and later), which its
+// executor sends just before the execve: an exit status of systemd's own
+// without it is the sandbox's setup failing (226/NAMESPACE, 200/CHDIR, ...);
+// 203/EXEC is the one that comes after it, when the execve itself fails.
+func (s *Services) exitOf(conn *sddbus.Conn, res *ExecResult) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := conn.GetUnitTypePropertiesContext(ctx, res.Unit, "Service")
@@ -360,17 +365,24 @@ func (s *Services) exitOf(conn *sddbus.Conn, res *ExecResult, started bool) erro
 	res.Result, _ = p["Result"].(string)
 	code, _ := p["ExecMainCode"].(int32)
 	status, _ := p["ExecMainStatus"].(int32)
+	handoff, _ := p["ExecMainHandoffTimestampMonotonic"].(uint64)
 	switch code {
 	case 1: // CLD_EXITED
 		st := int(status)
 		res.ExitCode = &st
-		if name, ok := systemdStatus[st]; ok && !started {
-			// The status of systemd's own setup, before exec: the
-			// command did not run.
+		if name, ok := systemdStatus[st]; ok && (handoff == 0 || st == 203) {
+			// The status of systemd's own setup before the exec, or
+			// of the exec failing: the command did not run.
 			res.SystemdStatus = strconv.Itoa(st) + "/" + name
 		}
 	case 2, 3: // CLD_KILLED, CLD_DUMPED
 		res.Signal = unix.SignalName(unix.Signal(status))
+	default:
+		if res.Result == "success" {
+			// systemd saw the unit end well without recording how its
+			// main process ended: never answer that as a success.
+			return fmt.Errorf("host: %s: systemd recorded no exit status for the command (result %s)", res.Unit, res.Result)
+		}
 	}
 	return nil
 }

@@ -68,15 +68,24 @@ type execResult struct {
 	} `json:"stderr"`
 }
 
+// exit is how the command ended, for a failure's message: its exit
+// status, else its signal, else that it has neither (and systemd's
+// result).
 func (r execResult) exit() string {
 	switch {
+	case r.ExitCode != nil && r.SystemdStatus != "":
+		return fmt.Sprintf("exit %d (%s, result %s)", *r.ExitCode, r.SystemdStatus, r.Result)
 	case r.ExitCode != nil:
 		return fmt.Sprintf("exit %d", *r.ExitCode)
 	case r.Signal != "":
-		return r.Signal
+		return fmt.Sprintf("no exit code: signal %s (result %s)", r.Signal, r.Result)
 	}
-	return r.Result
+	return fmt.Sprintf("no exit code and no signal (result %q)", r.Result)
 }
+
+// exited says whether the command ended with exit status code: a result
+// without an exit status (a signal, or none recorded) never has.
+func (r execResult) exited(code int) bool { return r.ExitCode != nil && *r.ExitCode == code }
 
 // execCall runs proxmox_host_exec and decodes its answer (isErr and the
 // text when the call was refused).
@@ -170,11 +179,11 @@ func TestBootedExec(t *testing.T) {
 
 	t.Run("runs", func(t *testing.T) {
 		r := run(argv("true"))
-		if r.ExitCode == nil || *r.ExitCode != 0 || r.Result != "success" || r.Path != "/usr/bin/true" {
-			t.Errorf("true: %+v", r)
+		if !r.exited(0) || r.Result != "success" || r.Path != "/usr/bin/true" {
+			t.Errorf("true: %s, result %q, path %q", r.exit(), r.Result, r.Path)
 		}
-		if r := run(argv("false")); r.ExitCode == nil || *r.ExitCode != 1 || r.Result != "exit-code" {
-			t.Errorf("false: %+v", r)
+		if r := run(argv("false")); !r.exited(1) || r.Result != "exit-code" {
+			t.Errorf("false: %s, result %q", r.exit(), r.Result)
 		}
 		if r := run(map[string]any{"argv": []string{"cat"}, "stdin": "hello from stdin\n"}); r.Stdout.Data != "hello from stdin\n" {
 			t.Errorf("cat with stdin: %+v", r)
@@ -186,8 +195,8 @@ func TestBootedExec(t *testing.T) {
 		if !r.Stdout.Truncated || r.Stdout.Bytes != 588895 || !strings.Contains(r.Stdout.Data, "[proxmox-mcp: output truncated: 1000 of 588895 bytes shown]") {
 			t.Errorf("seq 1 100000 capped at 1000 bytes: truncated %v, bytes %d, ends %q", r.Stdout.Truncated, r.Stdout.Bytes, tailOf(r.Stdout.Data, 80))
 		}
-		if r := run(argv("sh", "-c", "echo out; echo err >&2; exit 3")); *r.ExitCode != 3 || r.Stdout.Data != "out\n" || r.Stderr.Data != "err\n" {
-			t.Errorf("sh -c with both streams: %+v", r)
+		if r := run(argv("sh", "-c", "echo out; echo err >&2; exit 3")); !r.exited(3) || r.Stdout.Data != "out\n" || r.Stderr.Data != "err\n" {
+			t.Errorf("sh -c with both streams: %s, stdout %q, stderr %q; want exit 3, out and err", r.exit(), r.Stdout.Data, r.Stderr.Data)
 		}
 	})
 
@@ -299,8 +308,8 @@ func TestBootedExec(t *testing.T) {
 			t.Errorf("the command's privileges:\n%s", status)
 		}
 		// A setuid bit is neither made nor honoured.
-		if r := run(map[string]any{"argv": []string{"sh", "-c", "cp /usr/bin/id /srv/app/data/suid-id && chmod u+s /srv/app/data/suid-id"}, "writable": []string{"/srv/app/data"}}); *r.ExitCode == 0 {
-			t.Errorf("a setuid file was made in a writable path: %s", r.exit())
+		if r := run(map[string]any{"argv": []string{"sh", "-c", "cp /usr/bin/id /srv/app/data/suid-id && chmod u+s /srv/app/data/suid-id"}, "writable": []string{"/srv/app/data"}}); r.ExitCode == nil || *r.ExitCode == 0 {
+			t.Errorf("making a setuid file in a writable path: %s; want a non-zero exit status", r.exit())
 		}
 		if r := run(argv("ps", "-e", "-o", "pid=")); len(strings.Fields(r.Stdout.Data)) > 3 {
 			t.Errorf("the command sees the host's processes:\n%s", r.Stdout.Data)
@@ -321,16 +330,16 @@ func TestBootedExec(t *testing.T) {
 	})
 
 	t.Run("the profiles", func(t *testing.T) {
-		if r, isErr, text := execCall(t, rc, rctx, argv("df", "-h")); isErr || *r.ExitCode != 0 || !strings.Contains(r.Stdout.Data, "Filesystem") {
-			t.Errorf("root's df -h: %s %+v", text, r)
+		if r, isErr, text := execCall(t, rc, rctx, argv("df", "-h")); isErr || !r.exited(0) || !strings.Contains(r.Stdout.Data, "Filesystem") {
+			t.Errorf("root's df -h: %s: %s", r.exit(), text)
 		}
 		for _, a := range [][]string{{"sh", "-c", "id"}, {"bash"}, {"env", "id"}, {"find", "/", "-exec", "id", ";"}, {"python3", "-c", "1"}} {
 			if _, isErr, text := execCall(t, rc, rctx, argv(a...)); !isErr || !strings.Contains(text, "runs only when a policy names it") && !strings.Contains(text, "not an executable") {
 				t.Errorf("root's %v: %s; want it refused as a program that runs others", a, text)
 			}
 		}
-		if r, isErr, text := execCall(t, vc, vctx, argv("lsblk", "-J")); isErr || *r.ExitCode != 0 || !strings.Contains(r.Stdout.Data, "blockdevices") {
-			t.Errorf("the read-only key's lsblk -J: %s %+v", text, r)
+		if r, isErr, text := execCall(t, vc, vctx, argv("lsblk", "-J")); isErr || !r.exited(0) || !strings.Contains(r.Stdout.Data, "blockdevices") {
+			t.Errorf("the read-only key's lsblk -J: %s: %s", r.exit(), text)
 		}
 		for _, a := range [][]string{{"lsblk"}, {"touch", "/srv/x"}, {"df", "-h", "--output=source"}} {
 			if a[0] == "lsblk" {
@@ -476,11 +485,16 @@ func TestBootedExec(t *testing.T) {
 			"-p", "RestrictRealtime=yes", "-p", "SystemCallArchitectures=native", "-p", "MemoryMax=1G", "-p", "TasksMax=256", "-p", "RuntimeMaxSec=60",
 			"-p", "CapabilityBoundingSet=CAP_CHOWN CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_FOWNER CAP_FSETID CAP_KILL CAP_NET_ADMIN CAP_NET_BIND_SERVICE CAP_NET_RAW CAP_IPC_LOCK CAP_SYS_RAWIO CAP_SYS_NICE CAP_SYS_RESOURCE",
 			"-p", "InaccessiblePaths=-/etc/shadow -/etc/shadow- -/etc/gshadow -/etc/gshadow- -/root/.ssh -/run/dbus -/run/systemd/private -/etc/proxmox-mcp -/var/lib/proxmox-mcp -/var/lib/proxmox-mcp-helper -/var/lib/proxmox-mcp-authority -/etc/pve/priv -/run/proxmox-mcp-helper"}
-		for range n {
+		for i := range n {
 			start := time.Now()
 			r, isErr, text := execCall(t, rc, rctx, argv("true"))
-			if isErr || *r.ExitCode != 0 {
-				t.Fatalf("true: %s", text)
+			if isErr || !r.exited(0) {
+				unit := regexp.MustCompile(`proxmox-mcp-exec-[0-9a-f]+\.service`).FindString(r.Unit + " " + text)
+				journal := "(no unit named)"
+				if unit != "" {
+					journal = c.Journal("-u", unit, "-o", "short-precise")
+				}
+				t.Fatalf("true, run %d of %d: error answer %v, %s: %s\njournal of %s:\n%s", i+1, n, isErr, r.exit(), text, unit, journal)
 			}
 			ours = append(ours, time.Since(start))
 			unitPart = append(unitPart, time.Duration(r.DurationMS)*time.Millisecond)
