@@ -12,8 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/host"
-	"github.com/proxmox-mcp/proxmox-mcp/keys"
-	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
 
 // person answers every confirmation asked of it with yes or no, and
@@ -120,24 +118,7 @@ func TestHostConfirmationByThePerson(t *testing.T) {
 // with p.
 func personSession(t *testing.T, h *harness, profile, key string, p *person) (*client.Client, context.Context) {
 	t.Helper()
-	caller := Caller{Principal: policy.Principal{KeyID: "k" + profile, Name: profile + "-key", Profile: profile, Transport: "loopback", Source: "127.0.0.1"},
-		Binding: policy.Binding{Profile: profile}, Tier: Tier(profile), Key: keys.Secret(key)}
-	ctx := WithCaller(context.Background(), caller)
-	c, err := client.NewInProcessClientWithOptions(h.srv.MCP(), client.WithElicitationHandler(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "person-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, ctx
+	return asKey(t, h, profile, key, client.WithElicitationHandler(p))
 }
 
 // TestContainerExecConfirmationByThePerson: an operator's command in a

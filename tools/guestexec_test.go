@@ -337,14 +337,14 @@ func TestGuestExecInAContainer(t *testing.T) {
 
 // asKey is a session of a key bound to a profile, the key presented (the
 // helper verifies it).
-func asKey(t *testing.T, h *harness, profile, key string) (*client.Client, context.Context) {
+func asKey(t *testing.T, h *harness, profile, key string, opts ...client.ClientOption) (*client.Client, context.Context) {
 	t.Helper()
 	caller := Caller{
 		Principal: policy.Principal{KeyID: "k" + profile, Name: profile, Profile: profile, Transport: "loopback", Source: "127.0.0.1"},
 		Binding:   policy.Binding{Profile: profile}, Tier: Tier(profile), Key: keys.Secret(key),
 	}
 	ctx := WithCaller(context.Background(), caller)
-	c, err := client.NewInProcessClient(h.srv.MCP())
+	c, err := client.NewInProcessClientWithOptions(h.srv.MCP(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
