@@ -662,3 +662,35 @@ func TestBreakglassHostApprovalOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweepKeepsWhatIsLive: a staged upload a live request names stays
+// whatever its age; an unused one and an old nonce go after their time.
+func TestSweepKeepsWhatIsLive(t *testing.T) {
+	b := newPBed(t)
+	ctx := context.Background()
+	used, _ := b.stage("content a request names")
+	unused, _ := b.stage("content nobody names")
+	if _, err := b.svc.Request(ctx, alice, Operation{Kind: OpPutFile, Path: b.path("new.bin"), SHA256: used}); err != nil {
+		t.Fatal(err)
+	}
+	nonce := filepath.Join(b.dir, nonceDir, strings.Repeat("c", 64))
+	if err := os.WriteFile(nonce, []byte("bg-x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := b.clock().Add(-NonceTTL - time.Hour)
+	for _, p := range []string{filepath.Join(b.dir, stagingDir, used), filepath.Join(b.dir, stagingDir, unused), nonce} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.svc.Sweep(ctx)
+	if err != nil || got.Staged != 1 || got.Nonces != 1 {
+		t.Fatalf("sweep: %+v, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, stagingDir, used)); err != nil {
+		t.Errorf("the live request's content was swept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, stagingDir, unused)); !os.IsNotExist(err) {
+		t.Errorf("the unused content stayed: %v", err)
+	}
+}

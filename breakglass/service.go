@@ -191,6 +191,9 @@ func (r Record) State(now time.Time) string {
 // Request resolves op's targets in the host's view and keeps the
 // preview, which waits for the requester's confirmation.
 func (s *Service) Request(ctx context.Context, who Principal, op Operation) (Record, error) {
+	// What earlier requests left behind goes first (a failed sweep
+	// stops nothing: it is only space).
+	s.Sweep(ctx) //nolint:errcheck // see above
 	targets, changes, err := s.opts.Repository.Resolve(ctx, op, s.staging())
 	if err != nil {
 		return Record{}, err
