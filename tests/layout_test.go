@@ -84,18 +84,20 @@ func TestPurePackagesImportNoNetworkCode(t *testing.T) {
 }
 
 // Dependencies point one way: cmd → daemon → {tools, transport,
-// breakglass, installer} → {plan, changes} → {policy, keys, pve, journal} →
-// schema → leaf packages. schema is the floor of its group: the simulator
-// and the policies are built on it; plan, the one call plan, sits under
-// everything that builds a call, and changes, the change contract's
-// engines (reconcile, undo), beside it.
+// installer} → {plan, changes, breakglass} → {policy, keys, pve, journal}
+// → schema → leaf packages. schema is the floor of its group: the
+// simulator and the policies are built on it; plan, the one call plan,
+// sits under everything that builds a call, changes, the change
+// contract's engines (reconcile, undo), beside it, and breakglass too:
+// the guard and the break-glass protocol, whose steps the tools and the
+// root helper take.
 func TestDependencyDirection(t *testing.T) {
 	layer := map[string]int{
 		"atomicfile": 0,
 		"schema":     1, "config": 1,
 		"policy": 2, "keys": 2, "pve": 2, "pki": 2, "systemd": 2, "journal": 2,
-		"plan": 3, "changes": 3, "metrics": 3, "cluster": 3,
-		"tools": 4, "transport": 4, "breakglass": 4, "installer": 4,
+		"plan": 3, "changes": 3, "metrics": 3, "cluster": 3, "breakglass": 3,
+		"tools": 4, "transport": 4, "installer": 4,
 		"daemon": 5,
 		"cmd":    6,
 	}
