@@ -62,7 +62,7 @@ func BenchmarkBreakglassProtocol(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := bed.svc.Confirm(ctx, alice, rec.Preview.ID, Phrase(rec.Preview.ID, rec.Digest)); err != nil {
+		if _, err := bed.svc.Confirm(ctx, alice, rec.Preview.ID, rec.Phrase()); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := bed.svc.Approve(ctx, bob, rec.Preview.ID, rec.Digest); err != nil {

@@ -270,11 +270,28 @@ func (p Preview) Digest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Phrase is what the requester types to confirm a request: bound to the
-// request and its preview's digest, so it confirms nothing else.
-func Phrase(id, digest string) string {
-	return "break glass " + id + " " + digest[:12]
+// A request's confirmation phrase is "break glass <id> <code>", the code
+// drawn at random for the request and kept in its root-only record: it
+// confirms this request (and so its preview's digest) and nothing else,
+// and nobody can work it out from what the answers show, so a model that
+// was not given it (the person was asked by elicitation) cannot confirm.
+const (
+	codeAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
+	codeLen      = 10
+)
+
+func newCode() (string, error) {
+	var b [codeLen]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("breakglass: random: %w", err)
+	}
+	for i := range b {
+		b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)]
+	}
+	return string(b[:]), nil
 }
+
+func phraseOf(id, code string) string { return "break glass " + id + " " + code }
 
 var idPattern = regexp.MustCompile(`^bg-[0-9a-f]{16}$`)
 

@@ -123,7 +123,7 @@ func (b *pbed) approved(op Operation) Record {
 	if err != nil {
 		b.t.Fatalf("request %+v: %v", op, err)
 	}
-	if _, err := b.svc.Confirm(ctx, b.alice, rec.Preview.ID, Phrase(rec.Preview.ID, rec.Digest)); err != nil {
+	if _, err := b.svc.Confirm(ctx, b.alice, rec.Preview.ID, rec.Phrase()); err != nil {
 		b.t.Fatalf("confirm: %v", err)
 	}
 	rec, err = b.svc.Approve(ctx, b.bob, rec.Preview.ID, rec.Digest)
@@ -210,7 +210,7 @@ func TestBreakglassEndToEnd(t *testing.T) {
 	if _, err := b.svc.Confirm(ctx, alice, p.ID, "break glass "+p.ID); err == nil || !strings.Contains(err.Error(), "phrase") {
 		t.Fatalf("wrong phrase: %v", err)
 	}
-	if _, err := b.svc.Confirm(ctx, alice, p.ID, Phrase(p.ID, rec.Digest)); err != nil {
+	if _, err := b.svc.Confirm(ctx, alice, p.ID, rec.Phrase()); err != nil {
 		t.Fatal(err)
 	}
 	// The approver names the digest it saw.
@@ -252,10 +252,10 @@ func TestBreakglassRequesterIsNeverItsOwnApprover(t *testing.T) {
 	}
 	id := rec.Preview.ID
 	// Somebody else cannot give the requester's confirmation.
-	if _, err := b.svc.Confirm(ctx, bob, id, Phrase(id, rec.Digest)); !errors.Is(err, ErrPrincipal) {
+	if _, err := b.svc.Confirm(ctx, bob, id, rec.Phrase()); !errors.Is(err, ErrPrincipal) {
 		t.Fatalf("bob confirms alice's request: %v", err)
 	}
-	if _, err := b.svc.Confirm(ctx, alice, id, Phrase(id, rec.Digest)); err != nil {
+	if _, err := b.svc.Confirm(ctx, alice, id, rec.Phrase()); err != nil {
 		t.Fatal(err)
 	}
 	for _, who := range []Principal{alice, aliceRotate} {
@@ -380,7 +380,7 @@ func TestBreakglassExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.advance(MaxTTL)
-	if _, err := b.svc.Confirm(ctx, alice, r2.Preview.ID, Phrase(r2.Preview.ID, r2.Digest)); err != nil {
+	if _, err := b.svc.Confirm(ctx, alice, r2.Preview.ID, r2.Phrase()); err != nil {
 		t.Fatalf("confirm at 5 min: %v", err)
 	}
 	b.advance(time.Second)
@@ -415,7 +415,7 @@ func TestBreakglassConcurrentRequests(t *testing.T) {
 		wg.Go(func() {
 			r, err := b.svc.Request(ctx, alice, Operation{Kind: OpDeleteFile, Path: b.path("f" + string(rune('a'+i)))})
 			if err == nil {
-				_, err = b.svc.Confirm(ctx, alice, r.Preview.ID, Phrase(r.Preview.ID, r.Digest))
+				_, err = b.svc.Confirm(ctx, alice, r.Preview.ID, r.Phrase())
 			}
 			if err == nil {
 				r, err = b.svc.Approve(ctx, bob, r.Preview.ID, r.Digest)
@@ -449,7 +449,7 @@ func TestBreakglassRestartBetweenSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.open()
-	if _, err := b.svc.Confirm(ctx, alice, rec.Preview.ID, Phrase(rec.Preview.ID, rec.Digest)); err != nil {
+	if _, err := b.svc.Confirm(ctx, alice, rec.Preview.ID, rec.Phrase()); err != nil {
 		t.Fatal(err)
 	}
 	b.open()
@@ -652,7 +652,7 @@ func TestBreakglassHostApprovalOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Confirm(ctx, alice, rec.Preview.ID, Phrase(rec.Preview.ID, rec.Digest)); err != nil {
+	if _, err := svc.Confirm(ctx, alice, rec.Preview.ID, rec.Phrase()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Approve(ctx, bob, rec.Preview.ID, rec.Digest); !errors.Is(err, ErrPrincipal) || !strings.Contains(err.Error(), "command line only") {
@@ -692,5 +692,34 @@ func TestSweepKeepsWhatIsLive(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, stagingDir, unused)); !os.IsNotExist(err) {
 		t.Errorf("the unused content stayed: %v", err)
+	}
+}
+
+// TestPhraseCannotBeWorkedOut: the requester's phrase is not made of what
+// the answers show (id and digest), so a model that was not given it (the
+// person was asked) cannot confirm; a wrong phrase's error does not tell
+// the right one. The phrase was once "break glass <id> <digest[:12]>".
+func TestPhraseCannotBeWorkedOut(t *testing.T) {
+	b := newPBed(t)
+	ctx := context.Background()
+	rec, err := b.svc.Request(ctx, alice, Operation{Kind: OpDeleteFile, Path: b.path("README")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := rec.Shown()
+	if shown.Code != "" {
+		t.Fatal("a shown record carries the phrase's code")
+	}
+	for _, guess := range []string{"break glass " + rec.Preview.ID + " " + rec.Digest[:12], "break glass " + rec.Preview.ID, rec.Digest} {
+		_, err := b.svc.Confirm(ctx, alice, rec.Preview.ID, guess)
+		if err == nil {
+			t.Fatalf("%q confirmed the request", guess)
+		}
+		if strings.Contains(err.Error(), rec.Code) {
+			t.Fatalf("the refusal tells the phrase: %v", err)
+		}
+	}
+	if _, err := b.svc.Confirm(ctx, alice, rec.Preview.ID, rec.Phrase()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -130,6 +131,9 @@ func (s *Service) Repository() Repository { return s.opts.Repository }
 type Record struct {
 	Preview Preview `json:"preview"`
 	Digest  string  `json:"digest"`
+	// Code is the secret part of the requester's phrase (Phrase): only
+	// the requester's answer carries the phrase, never a record shown.
+	Code string `json:"code,omitempty"`
 	// Confirmed is when the requester confirmed (the first confirmation).
 	Confirmed time.Time `json:"confirmed,omitzero"`
 	// Approver and Approved: the second confirmation, by another
@@ -170,6 +174,16 @@ const (
 	StateExpired              = "expired"
 )
 
+// Phrase is what the requester types to confirm the request.
+func (r Record) Phrase() string { return phraseOf(r.Preview.ID, r.Code) }
+
+// Shown is the record as it may be shown to anyone: without the code of
+// the requester's phrase.
+func (r Record) Shown() Record {
+	r.Code = ""
+	return r
+}
+
 // State is where the request stands at now: awaiting_confirmation,
 // awaiting_approval, queued, denied, expired, or the runner's outcome.
 func (r Record) State(now time.Time) string {
@@ -205,7 +219,11 @@ func (s *Service) Request(ctx context.Context, who Principal, op Operation) (Rec
 	now := s.opts.Now().UTC().Truncate(time.Second)
 	p := Preview{V: ProtocolVersion, ID: id, Nonce: nonce, Operation: op, Targets: targets, Changes: changes,
 		Requester: who, Created: now, Expires: now.Add(s.opts.TTL)}
-	rec := Record{Preview: p, Digest: p.Digest()}
+	code, err := newCode()
+	if err != nil {
+		return Record{}, err
+	}
+	rec := Record{Preview: p, Digest: p.Digest(), Code: code}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return Record{}, err
@@ -227,8 +245,8 @@ func (s *Service) Confirm(ctx context.Context, who Principal, id, phrase string)
 		if !who.Same(rec.Preview.Requester) {
 			return fmt.Errorf("%w: %s asked for %s, so only it confirms first; %s approves it, with proxmox_breakglass_approve or the host's command line", ErrPrincipal, rec.Preview.Requester, id, who)
 		}
-		if phrase != Phrase(id, rec.Digest) {
-			return &FieldError{Field: "phrase", Rule: fmt.Sprintf("it is not this request's confirmation phrase (%q, shown with the preview)", Phrase(id, rec.Digest))}
+		if rec.Code == "" || subtle.ConstantTimeCompare([]byte(phrase), []byte(rec.Phrase())) != 1 {
+			return &FieldError{Field: "phrase", Rule: "it is not this request's confirmation phrase (break glass <id> <code>, given to the requester with the preview)"}
 		}
 		rec.Confirmed = now
 		return nil

@@ -147,11 +147,11 @@ type bgAnswer struct {
 
 // AnswerOf is a record as a step answers it, at now.
 func AnswerOf(rec breakglass.Record, now time.Time, forRequester bool) bgAnswer {
-	a := bgAnswer{Record: rec, State: rec.State(now)}
+	a := bgAnswer{Record: rec.Shown(), State: rec.State(now)}
 	switch a.State {
 	case breakglass.StateAwaitingConfirmation:
 		if forRequester {
-			a.Phrase = breakglass.Phrase(rec.Preview.ID, rec.Digest)
+			a.Phrase = rec.Phrase()
 		}
 		a.Next = fmt.Sprintf("the requester confirms with the phrase (proxmox_breakglass_confirm) before %s; then another principal approves digest %s (proxmox_breakglass_approve, or `proxmox-mcp breakglass approve %s` as root on the host)",
 			rec.Preview.Expires.Format(time.RFC3339), rec.Digest, rec.Preview.ID)

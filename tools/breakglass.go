@@ -77,7 +77,7 @@ func (s *Server) breakglassTools() []server.ServerTool {
 					"volume": map[string]any{"type": "string", "description": "delete_volume: a protected logical volume as vg/lv."},
 				}}}, []string{"operation"}, hints{destructive: true}),
 		tool(ToolBreakglassConfirm, "Confirm a break-glass request", "The requester's confirmation of its own request: the phrase its preview gave, which binds the preview's digest. Only the requesting key (or its rotation) confirms; it can never be the approver.",
-			map[string]any{"id": id, "phrase": map[string]any{"type": "string", "description": "The confirmation phrase: break glass <id> <first 12 of the digest>."}}, []string{"id", "phrase"}, hints{destructive: true}),
+			map[string]any{"id": id, "phrase": map[string]any{"type": "string", "description": "The confirmation phrase the request answered: break glass <id> <code>."}}, []string{"id", "phrase"}, hints{destructive: true}),
 		tool(ToolBreakglassApprove, "Approve a break-glass request", "The second confirmation, by a principal other than the requester whose policy allows break-glass approval. Without digest it shows the preview to read; with the digest of that preview it approves exactly it, and the request is signed and queued for the runner.",
 			map[string]any{"id": id, "digest": map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "The preview's digest, as shown: you approve exactly that."}}, []string{"id"}, hints{destructive: true}),
 		tool(ToolBreakglassDeny, "Deny a break-glass request", "Refuse a request that has not run (the requester withdraws its own); a queued one is taken out of the queue.",

@@ -147,3 +147,35 @@ func (r *recorder) jobTools(id string) []string {
 	}
 	return out
 }
+
+// declinePhrase is a person who does not confirm.
+type declinePhrase struct{}
+
+func (declinePhrase) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+}
+
+// TestBreakglassModelCannotConfirmForThePerson: when the person was asked
+// and declined, nothing in the model's answer makes the phrase, so the
+// model's own confirmation with what it was shown is refused.
+func TestBreakglassModelCannotConfirmForThePerson(t *testing.T) {
+	b := newHostBedWith(t, hostBedOpts{keys: map[string]string{"root": "root"}, protected: true, elicit: declinePhrase{}})
+	target := filepath.Join(b.repo, "x.bin")
+	if err := os.WriteFile(target, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, ctx := b.as(t, "root", "")
+	res, out := call(t, root, ctx, ToolBreakglassRequest, map[string]any{"operation": map[string]any{"kind": "delete_file", "path": target}})
+	if res.IsError || out["state"] != breakglass.StateAwaitingConfirmation || out["phrase"] != nil {
+		t.Fatalf("request, declined by the person: %s", text(res))
+	}
+	id, digest := out["preview"].(map[string]any)["id"].(string), out["digest"].(string)
+	for _, guess := range []string{"break glass " + id + " " + digest[:12], "break glass " + id} {
+		if res, _ := call(t, root, ctx, ToolBreakglassConfirm, map[string]any{"id": id, "phrase": guess}); !res.IsError {
+			t.Fatalf("the model confirmed with %q", guess)
+		}
+	}
+	if res, out := call(t, root, ctx, ToolBreakglassStatus, map[string]any{"id": id}); res.IsError || out["state"] != breakglass.StateAwaitingConfirmation || out["code"] != nil {
+		t.Fatalf("status: %s", text(res))
+	}
+}

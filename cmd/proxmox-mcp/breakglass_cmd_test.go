@@ -59,7 +59,7 @@ func TestBreakglassHostCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := rec.Preview.ID
-	if _, err := svc.Confirm(context.Background(), alice, id, breakglass.Phrase(id, rec.Digest)); err != nil {
+	if _, err := svc.Confirm(context.Background(), alice, id, rec.Phrase()); err != nil {
 		t.Fatal(err)
 	}
 	svc.Close()
