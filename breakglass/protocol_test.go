@@ -723,3 +723,34 @@ func TestPhraseCannotBeWorkedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLimitsOnWhatWaits: one principal cannot leave more than
+// MaxLivePerPrincipal requests waiting, and staging never fills the disk
+// the helper's journal is on.
+func TestLimitsOnWhatWaits(t *testing.T) {
+	b := newPBed(t)
+	ctx := context.Background()
+	for i := range MaxLivePerPrincipal {
+		if _, err := b.svc.Request(ctx, alice, Operation{Kind: OpDeleteFile, Path: b.path("README")}); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if _, err := b.svc.Request(ctx, aliceRotate, Operation{Kind: OpDeleteFile, Path: b.path("README")}); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "waiting") {
+		t.Fatalf("a request past the limit, by a rotation of the same key: %v", err)
+	}
+	if _, err := b.svc.Request(ctx, bob, Operation{Kind: OpDeleteFile, Path: b.path("README")}); err != nil {
+		t.Fatalf("another principal's request: %v", err)
+	}
+	b.advance(MaxTTL + time.Second)
+	if _, err := b.svc.Request(ctx, alice, Operation{Kind: OpDeleteFile, Path: b.path("README")}); err != nil {
+		t.Fatalf("a request once the others expired: %v", err)
+	}
+	full, err := OpenService(ServiceOptions{Dir: b.dir, Now: b.clock, MinFree: 1 << 62, Repository: Repository{Paths: []string{b.repo}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	if _, err := full.Stage(ctx, strings.Repeat("a", 64), 3, 0, []byte("abc")); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "keeps free") {
+		t.Fatalf("staging onto a full disk: %v", err)
+	}
+}

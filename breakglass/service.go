@@ -50,7 +50,22 @@ type ServiceOptions struct {
 	// HostApprovalOnly takes the second confirmation from root at the
 	// host's command line only (protected.approval "host").
 	HostApprovalOnly bool
+	// MinFree is the space staging leaves free on the file system of the
+	// service's directory, where the helper's journal is too
+	// (DefaultMinFree; the larger of it and 5 % of the file system).
+	MinFree int64
 }
+
+// Limits on what one principal can leave waiting.
+const (
+	// MaxLivePerPrincipal requests of one principal (its key lineage) may
+	// wait for confirmation, approval or the runner at once.
+	MaxLivePerPrincipal = 8
+	// MaxLive requests of everyone may.
+	MaxLive = 64
+	// DefaultMinFree is the space staging always leaves free: 1 GiB.
+	DefaultMinFree = 1 << 30
+)
 
 // Service keeps the protocol's records and signs: the helper runs it for
 // keys, the host's command line for root, the runner reads its queue.
@@ -229,10 +244,39 @@ func (s *Service) Request(ctx context.Context, who Principal, op Operation) (Rec
 		return Record{}, err
 	}
 	defer unlock()
+	if err := s.checkLive(who); err != nil {
+		return Record{}, err
+	}
 	if err := s.write(requestDir, id+".json", rec, false); err != nil {
 		return Record{}, err
 	}
 	return rec, nil
+}
+
+// checkLive refuses a request beyond what may wait at once.
+func (s *Service) checkLive(who Principal) error {
+	recs, err := s.List()
+	if err != nil {
+		return err
+	}
+	now := s.opts.Now()
+	mine, all := 0, 0
+	for _, r := range recs {
+		switch r.State(now) {
+		case StateAwaitingConfirmation, StateAwaitingApproval, StateQueued:
+			all++
+			if r.Preview.Requester.Same(who) {
+				mine++
+			}
+		}
+	}
+	switch {
+	case mine >= MaxLivePerPrincipal:
+		return fmt.Errorf("%w: %s has %d requests waiting (at most %d): deny or let some expire first", ErrState, who, mine, MaxLivePerPrincipal)
+	case all >= MaxLive:
+		return fmt.Errorf("%w: %d requests are waiting on this host (at most %d): deny or let some expire first", ErrState, all, MaxLive)
+	}
+	return nil
 }
 
 // Confirm is the requester's confirmation: the phrase of this request and
@@ -549,6 +593,9 @@ func (s *Service) Stage(ctx context.Context, sha string, size, offset int64, dat
 	if fi.Size() != offset {
 		return Staged{}, &FieldError{Field: "offset", Rule: fmt.Sprintf("%d: %d bytes of %s are staged, so the next chunk starts there", offset, fi.Size(), sha[:12])}
 	}
+	if err := s.checkFree(dfd, int64(len(data))); err != nil {
+		return Staged{}, err
+	}
 	if _, err := f.WriteAt(data, offset); err != nil {
 		return Staged{}, fmt.Errorf("breakglass: stage %s: %w", part, err)
 	}
@@ -574,4 +621,23 @@ func (s *Service) Stage(ctx context.Context, sha string, size, offset int64, dat
 		return Staged{}, fmt.Errorf("breakglass: stage %s: %w", sha, err)
 	}
 	return Staged{SHA256: sha, Size: size, Received: size, Complete: true}, d.Sync()
+}
+
+// checkFree refuses a chunk that would leave the file system of the
+// service's directory with less than MinFree (or 5 %) free: staging must
+// not fill the disk the helper's journal is on.
+func (s *Service) checkFree(fd int, n int64) error {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return fmt.Errorf("breakglass: the staging file system: %w", err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	keep := max(s.opts.MinFree, int64(st.Blocks)*st.Bsize/20)
+	if s.opts.MinFree == 0 {
+		keep = max(DefaultMinFree, int64(st.Blocks)*st.Bsize/20)
+	}
+	if free-n < keep {
+		return fmt.Errorf("%w: staging %d more bytes would leave %d free on the helper's file system, under the %d it keeps free; nothing was staged", ErrState, n, free-n, keep)
+	}
+	return nil
 }
