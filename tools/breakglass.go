@@ -179,8 +179,17 @@ func (s *Server) handleBreakglass(ctx context.Context, req mcp.CallToolRequest) 
 		}
 	}
 	d := s.opts.Policy.DecideHost(ctx, c.Binding, in)
+	ok := d.Effect == breakglassWants(name)
+	if name == ToolBreakglassDeny && !ok {
+		// The daemon does not know whether the caller asked for the
+		// request: a requester withdraws its own as it asked for it
+		// (the helper, which knows, decides again).
+		if rd := s.opts.Policy.DecideHost(ctx, c.Binding, s.breakglassInput(c, ToolBreakglassRequest, nil)); rd.Effect == policy.Breakglass {
+			d, ok = rd, true
+		}
+	}
 	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: name, Args: breakglassJournalArgs(name, a), Risk: risk, Decision: d}
-	if d.Effect != breakglassWants(name) {
+	if !ok {
 		text := fmt.Sprintf("Denied by %s (%s): %s. A break-glass request needs a policy that asks for break-glass on the protected repository; an approval one that allows host operation breakglass.approve. Nothing was done.", d.Policy, d.Effect, strings.Join(d.Reasons, "; "))
 		if err := s.audit.Record(journalContext(ctx), call, AuditOutcome{Outcome: journal.OutcomeDenied, Error: text}); err != nil {
 			return errorResult("the journal refused the record of this call: " + err.Error()), nil

@@ -8,9 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
+	"github.com/proxmox-mcp/proxmox-mcp/host"
+	"github.com/proxmox-mcp/proxmox-mcp/keys"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
 
 func breakglassToolNames(names []string) []string {
@@ -177,5 +181,58 @@ func TestBreakglassModelCannotConfirmForThePerson(t *testing.T) {
 	}
 	if res, out := call(t, root, ctx, ToolBreakglassStatus, map[string]any{"id": id}); res.IsError || out["state"] != breakglass.StateAwaitingConfirmation || out["code"] != nil {
 		t.Fatalf("status: %s", text(res))
+	}
+}
+
+// requesterOnly asks for break-glass on the repository and allows nothing
+// else: no approvals.
+const requesterOnly = `package proxmox_mcp.policy
+
+import rego.v1
+
+default decision := {"effect": "deny", "reasons": ["no API"], "obligations": []}
+
+default host_decision := {"effect": "deny", "reasons": ["only break-glass requests"], "obligations": []}
+
+host_decision := {"effect": "breakglass", "reasons": ["this key asks for break-glass"], "obligations": []} if {
+	input.host.op == "breakglass.request"
+	count(input.guard.hits) > 0
+}
+`
+
+// TestBreakglassRequesterWithdrawsWithoutApprovalRights: a key whose
+// policy only asks for break-glass may still deny (withdraw) its own
+// request: the daemon lets the step through to the helper, which knows
+// whose request it is and decides again.
+func TestBreakglassRequesterWithdrawsWithoutApprovalRights(t *testing.T) {
+	var sent []host.Request
+	h := newHarness(t, harnessOpts{host: HostOptions{Protected: []string{"/mnt/model-repo"}, Helper: func(_ context.Context, req host.Request, _ func(host.ExecProgress)) (host.Response, error) {
+		sent = append(sent, req)
+		return host.Response{OK: true, Result: []byte(`{"state":"denied","next":"denied: nothing was done"}`)}, nil
+	}}})
+	h.activate("requester-only", requesterOnly)
+	caller := Caller{Principal: policy.Principal{KeyID: "kreq", Name: "requester", Policy: "requester-only", Transport: "loopback", Source: "127.0.0.1"},
+		Binding: policy.Binding{Policy: "requester-only"}, Tier: TierAdmin, Key: keys.Secret("pmcp_req")}
+	ctx := WithCaller(context.Background(), caller)
+	c, err := client.NewInProcessClient(h.srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "requester", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := breakglassToolNames(toolNames(t, c, ctx)); strings.Join(got, " ") != "proxmox_breakglass_confirm proxmox_breakglass_deny proxmox_breakglass_request proxmox_breakglass_status" {
+		t.Errorf("a requester-only key sees %v", got)
+	}
+	res, _ := call(t, c, ctx, ToolBreakglassDeny, map[string]any{"id": "bg-0123456789abcdef", "reason": "changed my mind"})
+	if res.IsError || len(sent) != 1 || sent[0].Op != "breakglass.deny" {
+		t.Fatalf("the requester's withdrawal: %s (%d sent)", text(res), len(sent))
 	}
 }
