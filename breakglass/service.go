@@ -189,6 +189,15 @@ const (
 	StateExpired              = "expired"
 )
 
+// live says whether the request still waits for a step or the runner.
+func (r Record) live(now time.Time) bool {
+	switch r.State(now) {
+	case StateAwaitingConfirmation, StateAwaitingApproval, StateQueued:
+		return true
+	}
+	return false
+}
+
 // Phrase is what the requester types to confirm the request.
 func (r Record) Phrase() string { return phraseOf(r.Preview.ID, r.Code) }
 
@@ -220,9 +229,6 @@ func (r Record) State(now time.Time) string {
 // Request resolves op's targets in the host's view and keeps the
 // preview, which waits for the requester's confirmation.
 func (s *Service) Request(ctx context.Context, who Principal, op Operation) (Record, error) {
-	// What earlier requests left behind goes first (a failed sweep
-	// stops nothing: it is only space).
-	s.Sweep(ctx) //nolint:errcheck // see above
 	targets, changes, err := s.opts.Repository.Resolve(ctx, op, s.staging())
 	if err != nil {
 		return Record{}, err
@@ -244,7 +250,14 @@ func (s *Service) Request(ctx context.Context, who Principal, op Operation) (Rec
 		return Record{}, err
 	}
 	defer unlock()
-	if err := s.checkLive(who); err != nil {
+	recs, err := s.List()
+	if err != nil {
+		return Record{}, err
+	}
+	// What earlier requests left behind goes first (a failed sweep stops
+	// nothing: it is only space); this request's content is live.
+	s.sweep(recs, op.SHA256) //nolint:errcheck // see above
+	if err := s.checkLive(who, recs); err != nil {
 		return Record{}, err
 	}
 	if err := s.write(requestDir, id+".json", rec, false); err != nil {
@@ -254,16 +267,11 @@ func (s *Service) Request(ctx context.Context, who Principal, op Operation) (Rec
 }
 
 // checkLive refuses a request beyond what may wait at once.
-func (s *Service) checkLive(who Principal) error {
-	recs, err := s.List()
-	if err != nil {
-		return err
-	}
+func (s *Service) checkLive(who Principal, recs []Record) error {
 	now := s.opts.Now()
 	mine, all := 0, 0
 	for _, r := range recs {
-		switch r.State(now) {
-		case StateAwaitingConfirmation, StateAwaitingApproval, StateQueued:
+		if r.live(now) {
 			all++
 			if r.Preview.Requester.Same(who) {
 				mine++

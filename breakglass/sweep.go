@@ -34,20 +34,25 @@ func (s *Service) Sweep(ctx context.Context) (Swept, error) {
 		return Swept{}, err
 	}
 	defer unlock()
-	now := s.opts.Now()
-	live := map[string]bool{}
 	recs, err := s.List()
 	if err != nil {
 		return Swept{}, err
 	}
+	return s.sweep(recs, "")
+}
+
+// sweep is Sweep with the lock held and the records read; keep is the
+// content of a request being made, live too.
+func (s *Service) sweep(recs []Record, keep string) (Swept, error) {
+	now := s.opts.Now()
+	live := map[string]bool{keep: keep != ""}
 	for _, r := range recs {
-		if st := r.State(now); st == StateAwaitingConfirmation || st == StateAwaitingApproval || st == StateQueued {
-			if sha := r.Preview.Operation.SHA256; sha != "" {
-				live[sha] = true
-			}
+		if sha := r.Preview.Operation.SHA256; sha != "" && r.live(now) {
+			live[sha] = true
 		}
 	}
 	var out Swept
+	var err error
 	out.Staged, err = s.sweepDir(stagingDir, now.Add(-StagedTTL), func(name string) bool {
 		return !live[strings.TrimSuffix(name, ".part")]
 	})
