@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -211,30 +210,12 @@ func (s *Server) breakglassStep(ctx context.Context, c Caller, call AuditCall, o
 		return nil, nil, argError("arguments", err.Error())
 	}
 	hreq := host.Request{V: host.WireVersion, ID: "d" + fmt.Sprint(s.opts.Now().UnixNano()), Key: c.Key.Reveal(), Source: c.Principal.Source, Op: op, Args: args}
-	if call.Risk == schema.RiskRead {
-		start := s.opts.Now()
-		resp, herr := s.opts.Host.Helper(ctx, hreq, nil)
-		res, content, out := breakglassResult(call.Tool, resp, herr)
-		out.Duration = s.opts.Now().Sub(start)
-		if rerr := s.audit.Record(journalContext(ctx), call, out); rerr != nil {
-			return errorResult("the journal refused the record of this call, so its answer is withheld: " + rerr.Error()), nil, nil
-		}
-		return res, content, nil
-	}
-	id, err := s.audit.Intent(journalContext(ctx), call)
-	if err != nil {
-		return errorResult("the journal did not take this step's intent, so nothing was sent to the helper: " + err.Error()), nil, nil
-	}
-	start := s.opts.Now()
-	resp, herr := s.opts.Host.Helper(ctx, hreq, nil)
-	res, content, out := breakglassResult(call.Tool, resp, herr)
-	out.Duration = s.opts.Now().Sub(start)
-	if herr != nil {
-		out.Outcome = journal.OutcomeUncertain
-	}
-	if rerr := s.audit.Receipt(journalContext(ctx), id, out); rerr != nil {
-		s.opts.Logger.Error("tools: journal a break-glass step's receipt", "call_id", id, "err", rerr)
-	}
+	var content map[string]any
+	res, _ := s.helperCall(ctx, call, hreq, nil, func(tool string, resp host.Response, err error) (*mcp.CallToolResult, AuditOutcome) {
+		res, c, out := breakglassResult(tool, resp, err)
+		content = c
+		return res, out
+	})
 	return res, content, nil
 }
 
@@ -316,36 +297,25 @@ func (s *Server) elicitConfirmation(ctx context.Context, c Caller, content map[s
 	p, _ := content["preview"].(map[string]any)
 	id, _ := p["id"].(string)
 	phrase, _ := content["phrase"].(string)
-	srv := server.ServerFromContext(ctx)
-	if srv == nil || id == "" || phrase == "" || !elicitsForms(ctx) {
+	if id == "" || phrase == "" {
 		return res, nil
 	}
 	changes, _ := json.Marshal(p["changes"])
 	msg := fmt.Sprintf("Break-glass request %s by %s will change the protected repository: %s. Digest %v; it expires at %v. To confirm it as its requester, type: %s",
 		id, c.Principal.Name, changes, content["digest"], p["expires"], phrase)
-	er, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{
-		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
-		Params: mcp.ElicitationParams{Mode: mcp.ElicitationModeForm, Message: msg, RequestedSchema: map[string]any{
-			"type": "object", "required": []string{"phrase"},
-			"properties": map[string]any{"phrase": map[string]any{"type": "string", "title": "Confirmation phrase", "description": "Type the phrase shown above to confirm, or decline."}},
-		}},
-	})
-	if err != nil {
-		if !errors.Is(err, server.ErrElicitationNotSupported) && !errors.Is(err, server.ErrNoActiveSession) {
-			s.opts.Logger.Warn("tools: break-glass elicitation failed; the phrase goes in the answer", "id", id, "err", err)
-		}
+	answer, typed := s.elicit(ctx, msg, "phrase", map[string]any{"type": "string", "title": "Confirmation phrase", "description": "Type the phrase shown above to confirm, or decline."})
+	if answer == notAsked {
 		return res, nil
 	}
 	// The phrase was the person's to type: the model does not get it.
 	delete(content, "phrase")
-	if er.Action != mcp.ElicitationResponseActionAccept {
-		content["next"] = fmt.Sprintf("the person did not confirm (%s): the request waits unconfirmed until it expires; proxmox_breakglass_confirm takes the phrase from them", er.Action)
+	if answer == personDeclined {
+		content["next"] = "the person did not confirm: the request waits unconfirmed until it expires; proxmox_breakglass_confirm takes the phrase from them"
 		return structured(breakglassSummary(ToolBreakglassRequest, content), content), nil
 	}
-	typed, _ := er.Content.(map[string]any)
 	given, _ := typed["phrase"].(string)
 	call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: ToolBreakglassConfirm, Args: map[string]any{"id": id, "via": "elicitation"}, Risk: schema.RiskWrite,
 		Decision: s.opts.Policy.DecideHost(ctx, c.Binding, s.breakglassInput(c, ToolBreakglassConfirm, nil))}
-	res, _, err = s.breakglassStep(ctx, c, call, "breakglass.confirm", map[string]any{"id": id, "phrase": given})
+	res, _, err := s.breakglassStep(ctx, c, call, "breakglass.confirm", map[string]any{"id": id, "phrase": given})
 	return res, err
 }

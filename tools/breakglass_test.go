@@ -17,15 +17,7 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 )
 
-func breakglassToolNames(names []string) []string {
-	var out []string
-	for _, n := range names {
-		if strings.HasPrefix(n, "proxmox_breakglass_") {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func breakglassToolNames(names []string) []string { return withPrefix(names, "proxmox_breakglass_") }
 
 // TestBreakglassToolsThroughTheHelper: an agent with a root key asks, the
 // requester confirms with the phrase, another person's key reads the

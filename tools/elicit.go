@@ -38,26 +38,38 @@ const (
 
 // askPerson asks the person to confirm what message says.
 func (s *Server) askPerson(ctx context.Context, message string) personAnswer {
+	answer, content := s.elicit(ctx, message, "confirm",
+		map[string]any{"type": "boolean", "title": "Go ahead", "description": "Check to do exactly this; decline to do nothing."})
+	if answer == personConfirmed && content["confirm"] != true {
+		return personDeclined
+	}
+	return answer
+}
+
+// elicit asks the person for one field of a form (its JSON Schema):
+// notAsked when the client takes no elicitation or it failed (the caller
+// falls back on a token), personDeclined when they declined or
+// cancelled, else personConfirmed with what they entered.
+func (s *Server) elicit(ctx context.Context, message, field string, schema map[string]any) (personAnswer, map[string]any) {
 	srv := server.ServerFromContext(ctx)
 	if srv == nil || !elicitsForms(ctx) {
-		return notAsked
+		return notAsked, nil
 	}
 	er, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{
 		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
 		Params: mcp.ElicitationParams{Mode: mcp.ElicitationModeForm, Message: message, RequestedSchema: map[string]any{
-			"type": "object", "required": []string{"confirm"},
-			"properties": map[string]any{"confirm": map[string]any{"type": "boolean", "title": "Go ahead", "description": "Check to do exactly this; decline to do nothing."}},
+			"type": "object", "required": []string{field}, "properties": map[string]any{field: schema},
 		}},
 	})
 	if err != nil {
 		if !errors.Is(err, server.ErrElicitationNotSupported) && !errors.Is(err, server.ErrNoActiveSession) {
-			s.opts.Logger.Warn("tools: asking the person failed; the answer carries a token instead", "err", err)
+			s.opts.Logger.Warn("tools: asking the person failed; the answer carries a token or phrase instead", "err", err)
 		}
-		return notAsked
+		return notAsked, nil
+	}
+	if er.Action != mcp.ElicitationResponseActionAccept {
+		return personDeclined, nil
 	}
 	content, _ := er.Content.(map[string]any)
-	if er.Action == mcp.ElicitationResponseActionAccept && content["confirm"] == true {
-		return personConfirmed
-	}
-	return personDeclined
+	return personConfirmed, content
 }

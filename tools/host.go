@@ -230,17 +230,10 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		defer cancel()
 		progress = s.execProgress(ctx, progressToken(req))
 	}
+	res, resp := s.helperCall(ctx, call, hreq, progress, hostResult)
 	if in.Risk == schema.RiskRead {
-		start := s.opts.Now()
-		resp, err := s.opts.Host.Helper(ctx, hreq, nil)
-		res, out := hostResult(name, resp, err)
-		out.Duration = s.opts.Now().Sub(start)
-		if rerr := s.audit.Record(journalContext(ctx), call, out); rerr != nil {
-			return errorResult("the journal refused the record of this call, so its answer is withheld: " + rerr.Error()), nil
-		}
 		return res, nil
 	}
-	res, resp := s.hostWrite(ctx, call, hreq, progress)
 	if we := resp.Error; we != nil && we.Code == "confirm" && we.Token != "" && hreq.Confirm == "" {
 		// The helper asks the caller to confirm: where the client can,
 		// the person is asked, and their yes sends the token back.
@@ -248,7 +241,7 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		case personConfirmed:
 			hreq.Confirm = we.Token
 			call.Time, call.Decision.Reasons = s.opts.Now(), append(slices.Clone(call.Decision.Reasons), "confirmed by the person at the client (elicitation)")
-			res, _ = s.hostWrite(ctx, call, hreq, progress)
+			res, _ = s.helperCall(ctx, call, hreq, progress, hostResult)
 		case personDeclined:
 			text := "The person at the client did not confirm this host operation. Nothing was done."
 			call.Time = s.opts.Now()
@@ -261,22 +254,35 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	return res, nil
 }
 
-// hostWrite sends a host operation that can change something to the
-// helper: its intent journaled before, its receipt after, never retried.
-func (s *Server) hostWrite(ctx context.Context, call AuditCall, hreq host.Request, progress func(host.ExecProgress)) (*mcp.CallToolResult, host.Response) {
-	id, err := s.audit.Intent(journalContext(ctx), call)
-	if err != nil {
-		return errorResult("the journal did not take this write's intent, so nothing was sent to the helper: " + err.Error()), host.Response{}
+// helperCall sends one request to the helper, journaled: a read as one
+// row once it is answered (an answer the journal did not take is
+// withheld), anything else with its intent before and its receipt after,
+// never retried. answer makes the tool's result of the helper's answer.
+func (s *Server) helperCall(ctx context.Context, call AuditCall, hreq host.Request, progress func(host.ExecProgress),
+	answer func(string, host.Response, error) (*mcp.CallToolResult, AuditOutcome)) (*mcp.CallToolResult, host.Response) {
+	read := call.Risk == schema.RiskRead
+	var id string
+	if !read {
+		var err error
+		if id, err = s.audit.Intent(journalContext(ctx), call); err != nil {
+			return errorResult("the journal did not take this call's intent, so nothing was sent to the helper: " + err.Error()), host.Response{}
+		}
 	}
 	start := s.opts.Now()
 	resp, err := s.opts.Host.Helper(ctx, hreq, progress)
-	res, out := hostResult(call.Tool, resp, err)
+	res, out := answer(call.Tool, resp, err)
 	out.Duration = s.opts.Now().Sub(start)
+	if read {
+		if rerr := s.audit.Record(journalContext(ctx), call, out); rerr != nil {
+			return errorResult("the journal refused the record of this call, so its answer is withheld: " + rerr.Error()), resp
+		}
+		return res, resp
+	}
 	if err != nil {
 		out.Outcome = journal.OutcomeUncertain
 	}
 	if rerr := s.audit.Receipt(journalContext(ctx), id, out); rerr != nil {
-		s.opts.Logger.Error("tools: journal a host write's receipt", "call_id", id, "err", rerr)
+		s.opts.Logger.Error("tools: journal a helper call's receipt", "call_id", id, "err", rerr)
 	}
 	return res, resp
 }

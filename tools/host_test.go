@@ -188,10 +188,13 @@ func (b *hostBed) as(t testing.TB, profile, key string) (*client.Client, context
 	return c, ctx
 }
 
-func hostTools(names []string) []string {
+func hostTools(names []string) []string { return withPrefix(names, "proxmox_host_") }
+
+// withPrefix are the names that start with prefix, in order.
+func withPrefix(names []string, prefix string) []string {
 	var out []string
 	for _, n := range names {
-		if strings.HasPrefix(n, "proxmox_host_") {
+		if strings.HasPrefix(n, prefix) {
 			out = append(out, n)
 		}
 	}
