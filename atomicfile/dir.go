@@ -92,6 +92,21 @@ func trustedStat(st *unix.Stat_t, euid int) bool {
 // Close closes the directory.
 func (d *Dir) Close() error { return d.f.Close() }
 
+// CheckPrivate refuses a directory that is not this process's user's
+// alone: another owner, or any group or other permission bit (a root
+// process keeps its keys and records only in such a directory).
+func (d *Dir) CheckPrivate() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd(), &st); err != nil {
+		return &fs.PathError{Op: "fstat", Path: d.path, Err: err}
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
+		return fmt.Errorf("%s must be a directory of uid %d alone (mode 0700); it is uid %d mode %04o: check it, then fix it",
+			d.path, os.Geteuid(), st.Uid, st.Mode&0o7777)
+	}
+	return nil
+}
+
 // Path is the directory's path as it was opened, links on the way replaced
 // by their targets (for messages).
 func (d *Dir) Path() string { return d.path }

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
@@ -119,16 +118,10 @@ func OpenService(o ServiceOptions) (*Service, error) {
 }
 
 // rootsAlone refuses a directory that is not this process's user's (root's)
-// alone: no group or other bits.
+// alone.
 func rootsAlone(d *atomicfile.Dir) error {
-	fi, err := d.File().Stat()
-	if err != nil {
-		return fmt.Errorf("breakglass: %s: %w", d.Path(), err)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
-		return fmt.Errorf("breakglass: %s must be a directory of uid %d alone (mode 0700); it is uid %d mode %04o: check it, then fix it",
-			d.Path(), os.Geteuid(), st.Uid, st.Mode&0o7777)
+	if err := d.CheckPrivate(); err != nil {
+		return fmt.Errorf("breakglass: %w", err)
 	}
 	return nil
 }

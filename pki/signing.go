@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,10 +89,10 @@ func ReadSigningKey(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != euid() || st.Mode&0o077 != 0 {
-		return nil, fmt.Errorf("pki: the signing key %s must be uid %d's alone (0600); it is uid %d mode %04o", path, euid(), st.Uid, st.Mode&0o7777)
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
+		return nil, fmt.Errorf("pki: the signing key %s must be uid %d's alone (0600); it is uid %d mode %04o", path, os.Geteuid(), st.Uid, st.Mode&0o7777)
 	}
-	data, err := d.ReadFile(filepath.Base(path))
+	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
 	if err != nil {
 		return nil, fmt.Errorf("pki: the signing key: %w", err)
 	}
@@ -113,14 +114,8 @@ func ReadSigningKey(path string) (ed25519.PrivateKey, error) {
 // rootsDir refuses a directory that anybody but its owner, this
 // process's user, can reach.
 func rootsDir(d *atomicfile.Dir) error {
-	fi, err := d.File().Stat()
-	if err != nil {
-		return err
-	}
-	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != euid() || st.Mode&0o077 != 0 {
-		return fmt.Errorf("pki: %s must be a directory of uid %d alone (0700); it is uid %d mode %04o", d.Path(), euid(), st.Uid, st.Mode&0o7777)
+	if err := d.CheckPrivate(); err != nil {
+		return fmt.Errorf("pki: %w", err)
 	}
 	return nil
 }
-
-func euid() int { return os.Geteuid() }
