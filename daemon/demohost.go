@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -226,16 +225,7 @@ func runDemoRunner(ctx context.Context, h *host.Helper, log *slog.Logger) {
 		case <-arrived:
 		case <-watchErrs:
 		}
-		err := h.Breakglass.RunQueue(ctx, func(ctx context.Context, ev breakglass.RunEvent) {
-			call, res := host.RunnerRow(ev)
-			// A request taken out of the queue is journaled, also when
-			// the demo is stopping.
-			if _, err := h.Journal.Record(context.WithoutCancel(ctx), call, res); err != nil {
-				log.Error("demo: journal the break-glass runner's result", "id", ev.Result.ID, "err", err)
-			}
-			log.Info("demo: break-glass ran", "id", ev.Result.ID, "outcome", ev.Result.Outcome,
-				"changes", strings.Join(ev.Result.Changes, "; "), "message", ev.Result.Message)
-		})
+		err := host.RunBreakglass(ctx, h.Breakglass, h.Journal, log, nil)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("demo: the break-glass runner", "err", err)
 		}

@@ -182,7 +182,7 @@ func openHelper(ctx context.Context, s helperSetup) (*Helper, error) {
 		tree.Close()
 		return nil, err
 	}
-	j, err := journal.Open(ctx, filepath.Join(helperDir, "journal.db"), journal.Options{Logger: s.logger})
+	j, err := journal.Open(ctx, HelperJournal(cfg.StateDir), journal.Options{Logger: s.logger})
 	if err != nil {
 		tree.Close()
 		return nil, err

@@ -1,6 +1,11 @@
 package host
 
 import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
 	"github.com/proxmox-mcp/proxmox-mcp/breakglass"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 )
@@ -31,4 +36,25 @@ func RunnerRow(ev breakglass.RunEvent) (journal.Call, journal.Result) {
 		res.Outcome, res.Error = journal.OutcomeError, ev.Result.Message
 	}
 	return call, res
+}
+
+// HelperJournal is the helper's journal for a state directory, which the
+// runner and the host's command line write too.
+func HelperJournal(stateDir string) string { return filepath.Join(HelperDir(stateDir), "journal.db") }
+
+// RunBreakglass runs the break-glass queue once, journaling each file in
+// j (even when ctx ends meanwhile: a request taken out of the queue is
+// always recorded) and logging it; then, when not nil, calls after.
+func RunBreakglass(ctx context.Context, svc *breakglass.Service, j *journal.Journal, log *slog.Logger, after func(breakglass.RunEvent)) error {
+	return svc.RunQueue(ctx, func(ctx context.Context, ev breakglass.RunEvent) {
+		call, res := RunnerRow(ev)
+		if _, err := j.Record(context.WithoutCancel(ctx), call, res); err != nil {
+			log.Error("breakglass: journal the runner's result", "id", ev.Result.ID, "err", err)
+		}
+		log.Info("breakglass: ran", "id", ev.Result.ID, "outcome", ev.Result.Outcome,
+			"changes", strings.Join(ev.Result.Changes, "; "), "message", ev.Result.Message)
+		if after != nil {
+			after(ev)
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -234,7 +233,7 @@ func (c *cli) breakglassDeny(args []string) error {
 // journalHostStep records a step taken at the host's command line in the
 // helper's journal, beside the steps keys took.
 func (c *cli) journalHostStep(cfg *config.Config, tool string, who breakglass.Principal, id, digest string, stepErr error) {
-	j, err := journal.Open(c.ctx, filepath.Join(host.HelperDir(cfg.StateDir), "journal.db"), journal.Options{Logger: c.logger(cfg.Log.Level)})
+	j, err := journal.Open(c.ctx, host.HelperJournal(cfg.StateDir), journal.Options{Logger: c.logger(cfg.Log.Level)})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "warning: the helper's journal: %s\n", oneLine(err.Error()))
 		return
@@ -283,18 +282,13 @@ func (c *cli) breakglassRun(args []string) error {
 	}
 	defer svc.Close()
 	log := c.logger(cfg.Log.Level)
-	j, err := journal.Open(c.ctx, filepath.Join(host.HelperDir(cfg.StateDir), "journal.db"), journal.Options{Logger: log})
+	j, err := journal.Open(c.ctx, host.HelperJournal(cfg.StateDir), journal.Options{Logger: log})
 	if err != nil {
 		return fmt.Errorf("the runner journals every request it takes, and the helper's journal did not open: %w", err)
 	}
 	defer j.Close()
 	failed := 0
-	err = svc.RunQueue(c.ctx, func(ctx context.Context, ev breakglass.RunEvent) {
-		call, res := host.RunnerRow(ev)
-		if _, err := j.Record(ctx, call, res); err != nil {
-			log.Error("breakglass: journal the runner's result", "id", ev.Result.ID, "err", err)
-		}
-		log.Info("breakglass: ran", "id", ev.Result.ID, "outcome", ev.Result.Outcome, "message", ev.Result.Message)
+	err = host.RunBreakglass(c.ctx, svc, j, log, func(ev breakglass.RunEvent) {
 		fmt.Fprintf(c.stdout, "%s %s %s\n", ev.Result.ID, ev.Result.Outcome, strings.Join(append(ev.Result.Changes, ev.Result.Message), "; "))
 		if ev.Result.Outcome != breakglass.OutcomeDone {
 			failed++
