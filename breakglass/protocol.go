@@ -98,18 +98,18 @@ func (o Operation) Check() error {
 		return fieldErr("operation.kind", "%q is not one of %s", o.Kind, strings.Join(Kinds, ", "))
 	}
 	for _, f := range []struct {
-		name string
-		set  bool
-		want bool
+		name       string
+		set, takes bool
+		optional   bool // taken, not needed
 	}{
-		{"operation.path", o.Path != "", w.path}, {"operation.to", o.To != "", w.to},
-		{"operation.sha256", o.SHA256 != "", w.content}, {"operation.size", o.Size != 0, w.content},
-		{"operation.mode", o.Mode != "", w.content}, {"operation.volume", o.Volume != "", w.volume},
+		{"operation.path", o.Path != "", w.path, false}, {"operation.to", o.To != "", w.to, false},
+		{"operation.sha256", o.SHA256 != "", w.content, false}, {"operation.size", o.Size != 0, w.content, true},
+		{"operation.mode", o.Mode != "", w.content, true}, {"operation.volume", o.Volume != "", w.volume, false},
 	} {
 		switch {
-		case f.set && !f.want:
+		case f.set && !f.takes:
 			return fieldErr(f.name, "%s does not take it", o.Kind)
-		case !f.set && f.want && f.name != "operation.mode" && f.name != "operation.size":
+		case !f.set && f.takes && !f.optional:
 			return fieldErr(f.name, "%s needs it", o.Kind)
 		}
 	}

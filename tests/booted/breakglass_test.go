@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // fakeLVS and fakeLVRemove stand in for LVM's commands where the kernel
@@ -39,24 +38,12 @@ rm -f "$f" && echo "fake lvremove: Logical volume \"$v\" successfully removed" >
 // bgCall calls a break-glass tool and returns its structured answer.
 func bgCall(t *testing.T, mc *client.Client, ctx context.Context, name string, args map[string]any) (map[string]any, string, bool) {
 	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := mc.CallTool(ctx, req)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var b strings.Builder
-	for _, ct := range res.Content {
-		if tc, ok := ct.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
+	res, text := callTool(t, mc, ctx, name, args)
 	out := map[string]any{}
 	if raw, err := json.Marshal(res.StructuredContent); err == nil {
 		json.Unmarshal(raw, &out) //nolint:errcheck // an error answer has none
 	}
-	return out, b.String(), res.IsError
+	return out, text, res.IsError
 }
 
 // TestBootedBreakglass: the protocol as installed on systemd 257. A root

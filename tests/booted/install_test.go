@@ -193,6 +193,13 @@ func mcpSession(t *testing.T, url, key string, hc *http.Client, name string) (*c
 
 func callText(t *testing.T, mc *client.Client, ctx context.Context, name string, args map[string]any) (bool, string) {
 	t.Helper()
+	res, text := callTool(t, mc, ctx, name, args)
+	return res.IsError, text
+}
+
+// callTool calls a tool and returns its result with its text parts.
+func callTool(t *testing.T, mc *client.Client, ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, string) {
+	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
@@ -206,7 +213,7 @@ func callText(t *testing.T, mc *client.Client, ctx context.Context, name string,
 			b.WriteString(tc.Text)
 		}
 	}
-	return res.IsError, b.String()
+	return res, b.String()
 }
 
 const unit = "proxmox-mcp.service"
