@@ -271,8 +271,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.tailnet != nil {
 		d.tailnet.start()
 	}
-	close(d.ready)
+	// READY goes to systemd before Ready() answers, so that whoever waits
+	// on Ready() sees it said (the lifecycle test raced the two).
 	d.lifecycle().Ready(d.StatusLine())
+	close(d.ready)
 	reconCtx, stopRecon := context.WithCancel(ctx)
 	defer stopRecon()
 	d.reconWG.Go(func() { d.reconcileOpen(reconCtx, started) })
