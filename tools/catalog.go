@@ -71,6 +71,9 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 		{Tool: guestPowerTool(), Handler: s.handleGuestPower},
 		{Tool: approveTool(), Handler: s.handleApprove},
 	}
+	list = append(list, s.curatedTools(reg)...)
+	list = append(list, s.jobTools()...)
+	list = append(list, s.consoleTools(reg)...)
 	list = append(list, s.contractTools()...)
 	list = append(list, s.hostTools()...)
 	list = append(list, s.breakglassTools()...)
@@ -101,6 +104,11 @@ func (s *Server) alwaysVisible(name string) bool {
 func (s *Server) toolVisible(name string, v visibility) bool {
 	if s.extra[name] {
 		return true
+	}
+	for _, family := range []func(string, visibility) (bool, bool){s.curatedVisible, s.jobVisible, s.consoleVisible} {
+		if show, known := family(name, v); known {
+			return show
+		}
 	}
 	switch name {
 	case ToolSearch, ToolGet, ToolCall, ToolDescribe, ToolSchemaStatus, ToolTaskWait:
