@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
@@ -28,9 +29,11 @@ func demoRegistry(t *testing.T) *schema.Registry {
 }
 
 // The tools/list of each mode, for a root key on the built-in demo
-// schema, is what testdata/tools-MODE.golden.json records: names,
-// descriptions, annotations and input schemas. A change to any of them is
-// a change clients see; review the diff, then run go test -update.
+// schema, is what testdata/tools/MODE/TOOL.json records, one file per
+// tool: name, description, annotations and input and output schemas. A
+// change to any of them is a change clients see; review the diff, then
+// run go test ./tools -run TestToolListGolden -update, which also removes
+// the files of tools that are gone.
 func TestToolListGolden(t *testing.T) {
 	for _, mode := range []Mode{ModeCompact, ModeSearch, ModeExpanded} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -40,28 +43,56 @@ func TestToolListGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := json.MarshalIndent(res.Tools, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			golden := filepath.Join("testdata", "tools-"+string(mode)+".golden.json")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
+			dir := filepath.Join("testdata", "tools", string(mode))
+			listed := map[string]bool{}
+			for _, tool := range res.Tools {
+				listed[tool.Name+".json"] = true
+				got, err := json.MarshalIndent(tool, "", "  ")
+				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				checkGolden(t, filepath.Join(dir, tool.Name+".json"), append(got, '\n'))
 			}
-			want, err := os.ReadFile(golden)
+			entries, err := os.ReadDir(dir)
 			if err != nil {
 				t.Fatalf("%v (run go test ./tools -run TestToolListGolden -update)", err)
 			}
-			if string(got) != string(want) {
-				t.Errorf("tools/list of mode %s differs from %s; review, then go test ./tools -run TestToolListGolden -update", mode, golden)
+			for _, e := range entries {
+				if listed[e.Name()] {
+					continue
+				}
+				if *update {
+					if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				t.Errorf("%s: the tool is no longer listed in mode %s; review, then go test ./tools -run TestToolListGolden -update", filepath.Join(dir, e.Name()), mode)
 			}
 		})
+	}
+}
+
+// checkGolden compares got with the golden file, or rewrites it with
+// -update; a mismatch shows the lines that differ.
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Errorf("%v (a new tool? review it, then go test ./tools -run TestToolListGolden -update)", err)
+		return
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs (-golden +now):\n%s\nreview, then go test ./tools -run TestToolListGolden -update",
+			golden, cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")))
 	}
 }
 
