@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/proxmox-mcp/proxmox-mcp/host"
 	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
 	"github.com/proxmox-mcp/proxmox-mcp/schema"
 )
@@ -37,7 +38,16 @@ func demoRegistry(t *testing.T) *schema.Registry {
 func TestToolListGolden(t *testing.T) {
 	for _, mode := range []Mode{ModeCompact, ModeSearch, ModeExpanded} {
 		t.Run(string(mode), func(t *testing.T) {
-			h := newHarness(t, harnessOpts{mode: mode, reg: demoRegistry(t)})
+			// Every family of tools is served: the journal's (the change
+			// contract), the host's and break-glass with a helper that is
+			// never reached by a listing.
+			h := newHarness(t, harnessOpts{mode: mode, reg: demoRegistry(t), journal: true, host: HostOptions{
+				Helper: func(context.Context, host.Request, func(host.ExecProgress)) (host.Response, error) {
+					return host.Response{}, errors.New("a listing reaches no helper")
+				},
+				Roots:     []host.Root{{Path: "/srv", Write: true}},
+				Protected: []string{"/mnt/model-repo"},
+			}})
 			c, ctx := h.as("root")
 			res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 			if err != nil {
