@@ -33,6 +33,11 @@ func (c *Config) check() error {
 	if c.Tools.MaxResultBytes != 0 && (c.Tools.MaxResultBytes < 4096 || c.Tools.MaxResultBytes > 16<<20) {
 		return fmt.Errorf("field \"tools.max_result_bytes\": %d is outside 4096 to %d", c.Tools.MaxResultBytes, 16<<20)
 	}
+	switch c.Tools.AnswerText {
+	case "", "json", "summary":
+	default:
+		return fmt.Errorf("field \"tools.answer_text\": %q is not json or summary", c.Tools.AnswerText)
+	}
 	if c.ReadOnly && c.AllowMutations {
 		return fmt.Errorf("fields \"read_only\" and \"allow_mutations\" are both true: read_only would win; set only one")
 	}
@@ -236,6 +241,9 @@ func (c *Config) Effective() *Config {
 	}
 	if e.Tools.MaxResultBytes == 0 {
 		e.Tools.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if e.Tools.AnswerText == "" {
+		e.Tools.AnswerText = "json"
 	}
 	e.HTTP = c.HTTP.Guards()
 	e.PKI.Dir = c.PKIDir()

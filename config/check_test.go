@@ -15,7 +15,7 @@ func TestFullConfig(t *testing.T) {
 	"version": 1,
 	"state_dir": "/var/lib/proxmox-mcp",
 	"schema": {"path": "/usr/share/pve-docs/api-viewer/apidoc.js"},
-	"tools": {"mode": "expanded", "max_result_bytes": 131072},
+	"tools": {"mode": "expanded", "max_result_bytes": 131072, "answer_text": "summary"},
 	"allow_mutations": true,
 	"pve": {
 		"url": "https://127.0.0.1:8006/api2/json",
@@ -48,6 +48,7 @@ func TestConfigRules(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`"tools": {"mode": "huge"}`, `field "tools.mode": "huge" is not compact, expanded or search`},
 		{`"tools": {"max_result_bytes": 10}`, `field "tools.max_result_bytes": 10 is outside`},
+		{`"tools": {"answer_text": "both"}`, `field "tools.answer_text": "both" is not json or summary`},
 		{`"read_only": true, "allow_mutations": true`, `"read_only" and "allow_mutations" are both true`},
 		{`"pve": {"url": "http://127.0.0.1:8006/api2/json"}`, `field "pve.url"`},
 		{`"pve": {"fingerprint": "AB:CD"}`, `field "pve.fingerprint"`},

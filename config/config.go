@@ -90,6 +90,10 @@ type Tools struct {
 	Mode string `json:"mode,omitempty"`
 	// MaxResultBytes caps one answer's JSON; 65536 when zero.
 	MaxResultBytes int `json:"max_result_bytes,omitzero"`
+	// AnswerText is what an answer's text holds beside its structured
+	// content: "json" (default), the summary and the JSON again, or
+	// "summary", the summary alone for tools that declare an outputSchema.
+	AnswerText string `json:"answer_text,omitempty"`
 }
 
 // PVE is the API endpoint and the daemon's tokens.

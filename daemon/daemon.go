@@ -198,6 +198,10 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	answerText, err := tools.ParseAnswerText(cfg.Tools.AnswerText)
+	if err != nil {
+		return nil, err
+	}
 	confirmKey := make([]byte, 32)
 	if _, err := rand.Read(confirmKey); err != nil {
 		return nil, err
@@ -210,6 +214,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		Protected:  protectedOf(cfg),
 		PlanTTL:    cfg.PlanLifetime(),
 		Limits:     tools.Limits{MaxResultBytes: cfg.Tools.MaxResultBytes},
+		AnswerText: answerText,
 		ConfirmKey: confirmKey, Logger: d.log,
 		Host: hostOf(cfg),
 	})

@@ -495,15 +495,12 @@ func (s *Server) currentConfig(ctx context.Context, client *pve.Client, path str
 	return digest, conf, nil
 }
 
-// structured makes a result with structured content and the same JSON,
-// after a one-line summary, as text for clients that read only text.
+// structured makes a result with structured content and a one-line
+// summary as its text; answerText adds the JSON to the text where the
+// answer must carry it.
 func structured(summary string, content map[string]any) *mcp.CallToolResult {
-	b, err := json.Marshal(content)
-	if err != nil {
-		return errorResult("internal error: cannot encode the answer: " + err.Error())
-	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(summary + "\n" + string(b))},
+		Content:           []mcp.Content{mcp.NewTextContent(summary)},
 		StructuredContent: content,
 	}
 }

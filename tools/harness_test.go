@@ -203,6 +203,8 @@ type harnessOpts struct {
 	journal bool
 	// host reaches a root helper for the host tools.
 	host HostOptions
+	// answerText is the form of answers' text.
+	answerText AnswerText
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -267,7 +269,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		Name: "proxmox-mcp", Version: "test", Mode: o.mode,
 		Registry: staticRegistry{reg}, Policy: engine, Audit: auditor, Ledger: ledger, Reconciler: reconciler, Guard: openGuard{},
 		PVE:      tiers,
-		Switches: sw, Limits: o.limits, ConfirmKey: key, Extra: o.extra, Protected: o.protected, Host: o.host,
+		Switches: sw, Limits: o.limits, AnswerText: o.answerText, ConfirmKey: key, Extra: o.extra, Protected: o.protected, Host: o.host,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -115,6 +115,11 @@ type Options struct {
 	// zero).
 	PlanTTL time.Duration
 	Limits  Limits
+	// AnswerText is what the text part of an answer with structured
+	// content holds: the summary and the JSON again (AnswerJSON, the
+	// default), or, for a tool that declares an outputSchema, the summary
+	// only (AnswerSummary).
+	AnswerText AnswerText
 	// ConfirmKey signs confirmation tokens; 32 random bytes per daemon.
 	ConfirmKey []byte
 	Logger     *slog.Logger
@@ -239,6 +244,7 @@ func New(opts Options) (*Server, error) {
 		server.WithElicitation(),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.journalEveryCall),
+		server.WithToolHandlerMiddleware(s.answerText),
 		server.WithToolFilter(s.filterTools),
 		server.WithPromptFilter(s.filterPrompts),
 		server.WithInstructions(instructions(opts.Mode)),
