@@ -85,27 +85,75 @@ func (s *Session) result(method, params string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	// An SSE answer carries the message in its data line.
-	if i := bytes.Index(b, []byte("data: ")); i >= 0 && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-		b = b[i+len("data: "):]
-		if j := bytes.IndexByte(b, '\n'); j >= 0 {
-			b = b[:j]
-		}
-	}
-	var msg struct {
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(b, &msg); err != nil {
-		return nil, fmt.Errorf("%s: %w: %.200s", method, err, b)
+	msg, err := answer(b, id)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	if msg.Error != nil {
 		return nil, fmt.Errorf("%s: JSON-RPC error %d: %s", method, msg.Error.Code, msg.Error.Message)
 	}
 	return msg.Result, nil
+}
+
+// rpcAnswer is a JSON-RPC message as far as the client reads it.
+type rpcAnswer struct {
+	ID     *int64          `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// answer finds the answer to request id in a body: a JSON message, or an
+// SSE stream whose data lines may carry notifications (a tools/list_changed
+// after a schema swap) before the answer.
+func answer(b []byte, id int64) (rpcAnswer, error) {
+	var msg rpcAnswer
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+		if err := json.Unmarshal(b, &msg); err != nil {
+			return msg, fmt.Errorf("%w: %.200s", err, b)
+		}
+		return msg, nil
+	}
+	for line := range bytes.Lines(b) {
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue
+		}
+		msg = rpcAnswer{}
+		if err := json.Unmarshal(data, &msg); err != nil {
+			return msg, fmt.Errorf("%w: %.200s", err, data)
+		}
+		if msg.ID != nil && *msg.ID == id {
+			return msg, nil
+		}
+	}
+	return msg, fmt.Errorf("no answer to request %d in: %.200s", id, b)
+}
+
+// End ends the session on the server (DELETE with its Mcp-Session-Id) and
+// releases the idle connections.
+func (s *Session) End() error {
+	defer s.Close()
+	if s.session == "" {
+		return nil
+	}
+	req, err := http.NewRequest(http.MethodDelete, s.url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Mcp-Session-Id", s.session)
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("DELETE session: HTTP %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // Call invokes a tool and returns its result; a result with isError is

@@ -50,3 +50,32 @@ func TestSession(t *testing.T) {
 		t.Error("a server that is gone initialized")
 	}
 }
+
+// A notification the server sends during a call comes before the answer
+// in the SSE stream; the client reads the answer. After End the server
+// knows the session no more.
+func TestSessionNotificationAndEnd(t *testing.T) {
+	s := server.NewMCPServer("t", "1", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("notify"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/tools/list_changed", nil); err != nil {
+			return nil, err
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s, server.WithStateful(true)))
+	defer ts.Close()
+	sess, err := Dial(ts.URL+"/mcp", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sess.Call("notify", nil)
+	if err != nil || !strings.Contains(string(res), "done") {
+		t.Fatalf("call after a notification: %s, %v", res, err)
+	}
+	if err := sess.End(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Call("notify", nil); err == nil {
+		t.Error("a call on an ended session was answered")
+	}
+}
