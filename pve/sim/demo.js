@@ -58,6 +58,69 @@ const apiSchema = [
   }
  },
  "children":[
+  {
+  "path":"/cluster/ha",
+  "text":"ha",
+  "leaf":0,
+  "info":{
+   "GET":{
+    "allowtoken":1,
+    "description":"List the HA subdirectories.",
+    "method":"GET",
+    "name":"index",
+    "parameters":{"additionalProperties":0,"properties":{}},
+    "permissions":{"check":["perm","/",["Sys.Audit"]]},
+    "returns":{"items":{"properties":{"id":{"type":"string"}},"type":"object"},"links":[{"href":"{id}","rel":"child"}],"type":"array"}
+   }
+  },
+  "children":[
+  {
+   "path":"/cluster/ha/status",
+   "text":"status",
+   "leaf":0,
+   "info":{
+    "GET":{
+     "allowtoken":1,
+     "description":"List the HA status subdirectories.",
+     "method":"GET",
+     "name":"index",
+     "parameters":{"additionalProperties":0,"properties":{}},
+     "permissions":{"user":"all"},
+     "returns":{"items":{"properties":{},"type":"object"},"links":[{"href":"{name}","rel":"child"}],"type":"array"}
+    }
+   },
+   "children":[
+   {
+    "path":"/cluster/ha/status/current",
+    "text":"current",
+    "leaf":1,
+    "info":{
+     "GET":{
+      "allowtoken":1,
+      "description":"The HA manager's status.",
+      "method":"GET",
+      "name":"status",
+      "parameters":{"additionalProperties":0,"properties":{}},
+      "permissions":{"check":["perm","/",["Sys.Audit"]]},
+      "returns":{"items":{"properties":{
+        "crm_state":{"description":"A resource's state in the cluster resource manager.","optional":1,"type":"string"},
+        "id":{"description":"Which entry: quorum, master, fencing, lrm:NODE or service:SID.","type":"string"},
+        "node":{"description":"The node the entry is about.","type":"string"},
+        "quorate":{"description":"Quorum entry: whether the cluster has quorum.","optional":1,"type":"boolean"},
+        "request_state":{"description":"A resource's requested state.","optional":1,"type":"string"},
+        "sid":{"description":"A resource's id, such as vm:100.","optional":1,"type":"string"},
+        "state":{"description":"A resource's state, in words.","optional":1,"type":"string"},
+        "status":{"description":"The entry's status line; its wording depends on the type.","type":"string"},
+        "timestamp":{"description":"Master and LRM entries: when the status was written (Unix time).","optional":1,"type":"integer"},
+        "type":{"description":"The kind of entry.","enum":["quorum","master","lrm","service"]}
+       },"type":"object"},"type":"array"}
+     }
+    }
+   }
+   ]
+  }
+  ]
+ },
  {
   "path":"/cluster/log",
   "text":"log",
@@ -356,6 +419,28 @@ const apiSchema = [
         "vendor":{"optional":1,"type":"string"},
         "wwn":{"optional":1,"type":"string"}
        },"type":"object"},"type":"array"}
+     }
+    }
+   },
+   {
+    "path":"/nodes/{node}/disks/smart",
+    "text":"smart",
+    "leaf":1,
+    "info":{
+     "GET":{
+      "allowtoken":1,
+      "description":"The SMART data of one disk.",
+      "method":"GET",
+      "name":"smart",
+      "parameters":{"additionalProperties":0,"properties":{
+        "disk":{"description":"Block device name, such as /dev/sda.","pattern":"^/dev/[a-zA-Z0-9\\/]+$","type":"string"},
+        "healthonly":{"description":"Only the health status.","optional":1,"type":"boolean"},
+        "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"}
+      }},
+      "permissions":{"check":["perm","/",["Sys.Audit"]]},
+      "protected":1,
+      "proxyto":"node",
+      "returns":{"properties":{"attributes":{"optional":1,"type":"array"},"health":{"type":"string"},"text":{"optional":1,"type":"string"},"type":{"optional":1,"type":"string"}},"type":"object"}
      }
     }
    },
@@ -2661,6 +2746,27 @@ const apiSchema = [
     ]
    }
    ]
+  },
+   {
+   "path":"/nodes/{node}/rrddata",
+   "text":"rrddata",
+   "leaf":1,
+   "info":{
+    "GET":{
+     "allowtoken":1,
+     "description":"A node's RRD statistics.",
+     "method":"GET",
+     "name":"rrddata",
+     "parameters":{"additionalProperties":0,"properties":{
+       "cf":{"description":"How rows are consolidated: average or maximum.","enum":["AVERAGE","MAX"],"optional":1,"type":"string"},
+       "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+       "timeframe":{"description":"The time frame.","enum":["hour","day","week","month","year","decade"],"type":"string"}
+     }},
+     "permissions":{"check":["perm","/nodes/{node}",["Sys.Audit"]]},
+     "protected":1,
+     "returns":{"items":{"properties":{},"type":"object"},"type":"array"}
+    }
+   }
   },
   {
    "path":"/nodes/{node}/services",

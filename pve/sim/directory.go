@@ -19,6 +19,7 @@ func (s *Sim) routes() map[string]handler {
 	s.agentRoutes(add)
 	s.storageRoutes(add)
 	s.diskRoutes(add)
+	s.monitorRoutes(add)
 	return h
 }
 
