@@ -317,7 +317,7 @@ var Ops = map[string]string{
 	"file.read":       "proxmox_host_file_read",
 	"file.write":      "proxmox_host_file_write",
 	"service.status":  "proxmox_host_service",
-	"service.control": "proxmox_host_service",
+	"service.control": "proxmox_host_service_control",
 	"command.exec":    "proxmox_host_exec",
 	"guest.exec":      "proxmox_guest_exec",
 

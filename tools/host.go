@@ -23,14 +23,17 @@ const (
 	ToolHostList  = "proxmox_host_file_list"
 	ToolHostRead  = "proxmox_host_file_read"
 	ToolHostWrite = "proxmox_host_file_write"
-	// ToolHostService is a unit's status or an action on it.
+	// ToolHostService is a unit's status.
 	ToolHostService = "proxmox_host_service"
+	// ToolHostServiceControl is an action on a unit: a tool of its own,
+	// so that the status is a read-only tool.
+	ToolHostServiceControl = "proxmox_host_service_control"
 	// ToolHostExec runs a command on the host, in a sandbox.
 	ToolHostExec = "proxmox_host_exec"
 )
 
 // hostOps maps the host tools to the helper's operations.
-var hostOps = map[string]string{ToolHostStat: "file.stat", ToolHostList: "file.list", ToolHostRead: "file.read", ToolHostWrite: "file.write", ToolHostService: "service.status", ToolHostExec: "command.exec"}
+var hostOps = map[string]string{ToolHostStat: "file.stat", ToolHostList: "file.list", ToolHostRead: "file.read", ToolHostWrite: "file.write", ToolHostService: "service.status", ToolHostServiceControl: "service.control", ToolHostExec: "command.exec"}
 
 // HostHelper sends one request to the root helper (host.Call bound to the
 // configured socket).
@@ -49,6 +52,9 @@ type HostOptions struct {
 	// Protected, where break-glass applies.
 	ProtectedVolumes []string
 }
+
+// unitProperty is the unit argument of the service tools.
+var unitProperty = map[string]any{"type": "string", "description": "A unit name, such as pveproxy or cron.service (.service is added when there is no suffix)."}
 
 func (s *Server) hostTools() []server.ServerTool {
 	if s.opts.Host.Helper == nil {
@@ -79,14 +85,22 @@ func (s *Server) hostTools() []server.ServerTool {
 				"length": map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxReadLength, "description": "Bytes to read (default 65536)."},
 			}, []string{"path"}, read),
 		{
-			Tool: mcp.NewTool(ToolHostService, mcp.WithDescription("A systemd unit on the host: its status (active and sub state, main PID, since when, restarts, the last journal lines), or start, stop, restart, reload, enable or disable it. The unit is named as systemd names it (aliases resolved); this server's own units are refused."),
+			Tool: mcp.NewTool(ToolHostService, mcp.WithDescription("A systemd unit's status on the host: active and sub state, main PID, since when, restarts and the last journal lines. The unit is named as systemd names it (aliases resolved). proxmox_host_service_control starts, stops and restarts units."),
 				rawSchema(map[string]any{"type": "object", "properties": map[string]any{
-					"unit":    map[string]any{"type": "string", "description": "A unit name, such as pveproxy or cron.service (.service is added when there is no suffix)."},
-					"action":  map[string]any{"type": "string", "enum": append([]string{"status"}, host.ServiceActions...), "description": "What to do (default status)."},
-					"lines":   map[string]any{"type": "integer", "minimum": 0, "maximum": host.MaxJournalLines, "description": "Journal lines with the status (default 10)."},
-					"confirm": confirmProperty,
+					"unit":  unitProperty,
+					"lines": map[string]any{"type": "integer", "minimum": 0, "maximum": host.MaxJournalLines, "description": "Journal lines with the status (default 10)."},
 				}, "required": []string{"unit"}, "additionalProperties": false}),
-				annotate("A host service", hints{destructive: true})),
+				annotate("A host service's status", hints{readOnly: true, idempotent: true})),
+			Handler: s.handleHost,
+		},
+		{
+			Tool: mcp.NewTool(ToolHostServiceControl, mcp.WithDescription("Start, stop, restart, reload, enable or disable a systemd unit on the host, and answer its state after the job. The unit is named as systemd names it (aliases resolved); this server's own units are refused."),
+				rawSchema(map[string]any{"type": "object", "properties": map[string]any{
+					"unit":    unitProperty,
+					"action":  map[string]any{"type": "string", "enum": host.ServiceActions, "description": "What to do."},
+					"confirm": confirmProperty,
+				}, "required": []string{"unit", "action"}, "additionalProperties": false}),
+				annotate("Control a host service", hints{destructive: true})),
 			Handler: s.handleHost,
 		},
 		{
@@ -121,6 +135,26 @@ func (s *Server) hostTools() []server.ServerTool {
 	}
 }
 
+// diagnosticsOnly are the built-in profiles whose host commands are only
+// the reviewed diagnostics (policy/rego: host_diagnostic), each a read.
+var diagnosticsOnly = []string{"read-only", "operator"}
+
+// annotatedFor is a host tool as the caller is shown it: the command tool
+// is read-only for a key of a built-in profile that runs only the
+// reviewed diagnostics, so a client that asks a person before anything
+// destructive does not ask before each of them. A custom policy's key sees
+// it destructive: what its policy lets run is not known here.
+func annotatedFor(c Caller, t mcp.Tool) mcp.Tool {
+	if t.Name != ToolHostExec || c.Binding.Policy != "" || !slices.Contains(diagnosticsOnly, c.Binding.Profile) {
+		return t
+	}
+	b := func(v bool) *bool { return &v }
+	t.Annotations = mcp.ToolAnnotation{Title: "Run a reviewed diagnostic on the host",
+		ReadOnlyHint: b(true), DestructiveHint: b(false), IdempotentHint: b(true), OpenWorldHint: b(false)}
+	t.Description += " Your key runs only the reviewed diagnostic commands (each a read)."
+	return t
+}
+
 // hostVisible says whether the caller's policy could allow the tool's
 // operation beneath some root (a write beneath a root that allows writes):
 // the policy's host_decision is asked about each root itself.
@@ -143,10 +177,23 @@ func (s *Server) hostVisible(ctx context.Context, c Caller, name string) bool {
 		return false
 	}
 	if name == ToolHostService {
-		// Whoever may read some unit's status sees the tool; each action
-		// is decided on its own.
+		// Whoever may read some unit's status sees the tool.
 		in := host.PolicyInput(c.Principal, policy.HostOp{Op: op, Unit: "systemd-journald.service"}, nil)
 		return s.opts.Policy.DecideHost(ctx, c.Binding, in).Effect != policy.Deny
+	}
+	if name == ToolHostServiceControl {
+		// Whoever may take some action on one of a few units (PVE's
+		// proxy, a system service, the journal) sees the tool; each
+		// action is decided on its own.
+		for _, unit := range []string{"pveproxy.service", "cron.service", "systemd-journald.service"} {
+			for _, action := range host.ServiceActions {
+				in := host.PolicyInput(c.Principal, policy.HostOp{Op: op, Unit: unit, Action: action}, nil)
+				if s.opts.Policy.DecideHost(ctx, c.Binding, in).Effect != policy.Deny {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	for _, r := range s.opts.Host.Roots {
 		if op == "file.write" && !r.Write {
@@ -190,15 +237,7 @@ func (s *Server) handleHost(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return nil, err
 	}
 	delete(a, "confirm")
-	// The helper's arguments: the tool's, without the tool's own action
-	// of status.
-	if name == ToolHostService {
-		delete(a, "action")
-		if target.Action != "" {
-			a["action"] = target.Action
-			delete(a, "lines")
-		}
-	}
+
 	in := host.PolicyInput(c.Principal, target, s.opts.Host.Protected)
 	if in.Risk != schema.RiskRead {
 		if why := s.switchRefusal("POST"); why != "" {
@@ -294,25 +333,8 @@ func (s *Server) hostTarget(name string, a map[string]any) (policy.HostOp, error
 	if name == ToolHostExec {
 		return s.execTarget(a)
 	}
-	if name == ToolHostService {
-		unit, err := optString(a, "unit")
-		if err != nil {
-			return policy.HostOp{}, err
-		}
-		if unit, err = host.CleanUnitName("unit", unit); err != nil {
-			return policy.HostOp{}, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
-		}
-		action, err := optString(a, "action")
-		if err != nil {
-			return policy.HostOp{}, err
-		}
-		if action == "" || action == "status" {
-			return policy.HostOp{Op: "service.status", Unit: unit}, nil
-		}
-		if !slices.Contains(host.ServiceActions, action) {
-			return policy.HostOp{}, argError("action", "must be status or one of "+strings.Join(host.ServiceActions, ", "))
-		}
-		return policy.HostOp{Op: "service.control", Unit: unit, Action: action}, nil
+	if name == ToolHostService || name == ToolHostServiceControl {
+		return serviceTarget(name, a)
 	}
 	p, err := optString(a, "path")
 	if err != nil {
@@ -325,6 +347,36 @@ func (s *Server) hostTarget(name string, a map[string]any) (policy.HostOp, error
 		return policy.HostOp{}, err
 	}
 	return policy.HostOp{Op: hostOps[name], Path: p, Root: s.hostRoot(p)}, nil
+}
+
+// serviceTarget is the unit a service tool names, and for the control
+// tool its action.
+func serviceTarget(name string, a map[string]any) (policy.HostOp, error) {
+	allowed := []string{"unit", "lines"}
+	if name == ToolHostServiceControl {
+		allowed = []string{"unit", "action", "confirm"}
+	}
+	if err := onlyKeys(a, allowed...); err != nil {
+		return policy.HostOp{}, err
+	}
+	unit, err := optString(a, "unit")
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	if unit, err = host.CleanUnitName("unit", unit); err != nil {
+		return policy.HostOp{}, &toolError{outcome: journal.OutcomeInvalid, text: "argument " + err.Error()}
+	}
+	if name == ToolHostService {
+		return policy.HostOp{Op: "service.status", Unit: unit}, nil
+	}
+	action, err := optString(a, "action")
+	if err != nil {
+		return policy.HostOp{}, err
+	}
+	if !slices.Contains(host.ServiceActions, action) {
+		return policy.HostOp{}, argError("action", "is required and must be one of "+strings.Join(host.ServiceActions, ", ")+" (a unit's status is proxmox_host_service)")
+	}
+	return policy.HostOp{Op: "service.control", Unit: unit, Action: action}, nil
 }
 
 // hostRefused journals and answers a call the caller's policy refused.
@@ -402,7 +454,7 @@ func hostSummary(name string, c map[string]any) string {
 		return fmt.Sprintf("Replaced %v (%v bytes, sha256 %v; it was %v).", c["path"], c["size"], c["sha256"], c["previous_sha256"])
 	case ToolHostExec:
 		return execSummary(c)
-	case ToolHostService:
+	case ToolHostService, ToolHostServiceControl:
 		s := fmt.Sprintf("%v: %v (%v), %v.", c["unit"], c["active_state"], c["sub_state"], c["load_state"])
 		if job, ok := c["job"].(string); ok && job != "" {
 			s = fmt.Sprintf("%v: job %s; now %v (%v).", c["unit"], job, c["active_state"], c["sub_state"])

@@ -210,8 +210,29 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	if got := strings.Join(hostTools(toolNames(t, ro, roCtx)), " "); got != "proxmox_host_exec proxmox_host_file_list proxmox_host_file_read proxmox_host_file_stat proxmox_host_service" {
 		t.Errorf("read-only sees %q; want the reviewed commands, the three reads (under /var/log) and the services' status, no write", got)
 	}
-	if got := hostTools(toolNames(t, admin, adminCtx)); !slices.Contains(got, ToolHostWrite) || len(got) != 6 {
-		t.Errorf("admin sees %v; want the six host tools", got)
+	if got := hostTools(toolNames(t, admin, adminCtx)); !slices.Contains(got, ToolHostWrite) || !slices.Contains(got, ToolHostServiceControl) || len(got) != 7 {
+		t.Errorf("admin sees %v; want the seven host tools", got)
+	}
+	// The command tool is read-only for the read-only key, which runs
+	// only the reviewed diagnostics, and destructive for admin.
+	for _, tc := range []struct {
+		c        *client.Client
+		ctx      context.Context
+		readOnly bool
+	}{{ro, roCtx, true}, {admin, adminCtx, false}} {
+		list, err := tc.c.ListTools(tc.ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range list.Tools {
+			a := tool.Annotations
+			if tool.Name == ToolHostExec && (*a.ReadOnlyHint != tc.readOnly || *a.DestructiveHint == tc.readOnly) {
+				t.Errorf("%s annotations %+v; want readOnlyHint %v", tool.Name, a, tc.readOnly)
+			}
+			if tool.Name == ToolHostService && (!*a.ReadOnlyHint || *a.DestructiveHint) {
+				t.Errorf("%s (a status) annotations %+v", tool.Name, a)
+			}
+		}
 	}
 	// Commands: the daemon refuses early what the policy refuses on the
 	// program as it resolves it, and what breaks the argument rules.
@@ -242,10 +263,13 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 		t.Errorf("read-only's df -h: %s; want the helper's own refusal", text(res))
 	}
 	// A read-only key may read a service's status, not restart it: the
-	// daemon refuses at once.
+	// status tool takes no action, and the control tool is not its.
 	res, _ := call(t, ro, roCtx, ToolHostService, map[string]any{"unit": "cron", "action": "restart"})
-	if !res.IsError || !strings.Contains(text(res), "Denied by read-only") {
+	if !res.IsError || !strings.Contains(text(res), "argument action: is not an argument of this tool") {
 		t.Errorf("read-only restarting cron: %s", text(res))
+	}
+	if _, err := ro.CallTool(roCtx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: ToolHostServiceControl, Arguments: map[string]any{"unit": "cron", "action": "restart"}}}); err == nil {
+		t.Error("read-only called the service control tool, which it is not shown")
 	}
 	res, _ = call(t, ro, roCtx, ToolHostService, map[string]any{"unit": "cron;reboot"})
 	if !res.IsError || !strings.Contains(text(res), "argument unit") {
@@ -335,7 +359,7 @@ func TestHostToolsThroughTheHelper(t *testing.T) {
 	// the switch refused.
 	got := b.h.audit.outcomes()
 	slices.Sort(got)
-	want := []journal.Outcome{journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeOK, journal.OutcomeOK}
+	want := []journal.Outcome{journal.OutcomeInvalid, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeOK, journal.OutcomeOK}
 	// And the commands: two denied by the policy, five invalid, one the
 	// helper refused (its receipt, after the intent).
 	want = append(want, journal.OutcomeDenied, journal.OutcomeDenied, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeInvalid, journal.OutcomeDenied)

@@ -358,7 +358,7 @@ func (s *Server) filterTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
 		}
 		if _, ok := hostOps[t.Name]; ok {
 			if s.hostVisible(ctx, c, t.Name) {
-				out = append(out, t)
+				out = append(out, annotatedFor(c, t))
 			}
 			continue
 		}

@@ -124,7 +124,7 @@ test_other_host_operations_are_denied if {
 }
 
 service(op, unit, action, risk) := {
-	"tool": "proxmox_host_service", "method": "", "path": "", "risk": risk, "params": {},
+	"tool": {"service.status": "proxmox_host_service", "service.control": "proxmox_host_service_control"}[op], "method": "", "path": "", "risk": risk, "params": {},
 	"endpoint": {}, "guard": {"evaluated": true, "hits": []},
 	"host": {"op": op, "path": "", "root": "", "unit": unit, "action": action},
 }

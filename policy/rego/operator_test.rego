@@ -86,7 +86,7 @@ test_host_operations_elsewhere_are_denied if {
 }
 
 service(op, unit, action, risk) := {
-	"tool": "proxmox_host_service", "method": "", "path": "", "risk": risk, "params": {},
+	"tool": {"service.status": "proxmox_host_service", "service.control": "proxmox_host_service_control"}[op], "method": "", "path": "", "risk": risk, "params": {},
 	"endpoint": {}, "guard": no_guard,
 	"host": {"op": op, "path": "", "root": "", "unit": unit, "action": action},
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestBootedHelper: the root helper under systemd 257 as the installer
@@ -85,6 +87,9 @@ func TestBootedHelper(t *testing.T) {
 	c.MustIn(t, "systemctl", "daemon-reload")
 	service := func(args map[string]any) (bool, string) {
 		t.Helper()
+		if _, control := args["action"]; control {
+			return callText(t, mc, ctx, "proxmox_host_service_control", args)
+		}
 		return callText(t, mc, ctx, "proxmox_host_service", args)
 	}
 	if isErr, text := service(map[string]any{"unit": "pmcp-demo"}); isErr || !strings.Contains(text, "pmcp-demo.service: inactive (dead)") {
@@ -128,8 +133,17 @@ func TestBootedHelper(t *testing.T) {
 	if isErr, text := callText(t, vc, vctx, "proxmox_host_service", map[string]any{"unit": "systemd-journald"}); isErr {
 		t.Errorf("a read-only key's status of systemd-journald: %s", text)
 	}
-	if isErr, text := callText(t, vc, vctx, "proxmox_host_service", map[string]any{"unit": "pmcp-demo", "action": "start"}); !isErr || !strings.Contains(text, "Denied") {
+	if isErr, text := callText(t, vc, vctx, "proxmox_host_service", map[string]any{"unit": "pmcp-demo", "action": "start"}); !isErr || !strings.Contains(text, "not an argument") {
 		t.Errorf("a read-only key starting pmcp-demo: %s", text)
+	}
+	if list, err := vc.ListTools(vctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, tool := range list.Tools {
+			if tool.Name == "proxmox_host_service_control" {
+				t.Error("a read-only key is shown proxmox_host_service_control")
+			}
+		}
 	}
 
 	// The helper's journal is root's, beside the state directory.
