@@ -177,7 +177,7 @@ func BenchmarkVisibleTools(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c.groupMu.Lock()
-				clear(c.groups)
+				c.groups.reset()
 				c.groupMu.Unlock()
 				tools, n, err = c.visibleTools(ctx, topdown.NewCancel(), lc, principal)
 				if err != nil {

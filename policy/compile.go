@@ -233,8 +233,7 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 	// evaluation allows): an evaluation without errors is the same either
 	// way, and one with an error denies.
 	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, host: host, use: use,
-		visible:    &partialQuery{opts: append(vopts, rego.Query(query+`.effect != "deny"`), rego.ParsedUnknowns(unknownRefs))},
-		groupCache: groupCache{groups: map[string]*caseGroups{}}}
+		visible: &partialQuery{opts: append(vopts, rego.Query(query+`.effect != "deny"`), rego.ParsedUnknowns(unknownRefs))}}
 	if !use.whole {
 		// When the copy does not compile (a rewritten reference where
 		// Rego wants a reference), partial evaluation decides every case.

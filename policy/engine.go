@@ -63,7 +63,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	custom map[string]*customEntry
-	cases  map[string]*listingCases // of the last two registries listed, by SHA256
+	cases  lastTwo[*listingCases] // of the last two registries listed, by SHA256
 
 	compiling singleflight.Group // by policy id and digest
 	flights   singleflight.Group // visibility computations, by cache key
@@ -100,7 +100,7 @@ func NewEngine(ctx context.Context, store *Store, opts EngineOptions) (*Engine, 
 		opts.Logger = slog.Default()
 	}
 	e := &Engine{store: store, opts: opts, builtins: map[string]*Compiled{}, custom: map[string]*customEntry{},
-		cases: map[string]*listingCases{}, vis: newVisCache(opts.VisibilityCacheEntries)}
+		vis: newVisCache(opts.VisibilityCacheEntries)}
 	for _, p := range Profiles() {
 		c, err := CompileBuiltin(ctx, p)
 		if err != nil {
@@ -280,16 +280,22 @@ func (e *Engine) computeVisible(ctx context.Context, c *Compiled, reg *schema.Re
 	if tools == nil {
 		tools = []string{}
 	}
-	e.vis.put(key, tools)
+	e.mu.Lock()
+	if _, listed := e.cases.get(lc.registry); listed {
+		// A computation that ends after its registry was dropped is
+		// answered, not kept.
+		e.vis.put(key, lc.registry, tools)
+	}
+	e.mu.Unlock()
 	return tools, nil
 }
 
 // listingCases returns the cases of reg, built once per registry.
 func (e *Engine) listingCases(reg *schema.Registry) (*listingCases, error) {
 	e.mu.Lock()
-	lc := e.cases[reg.SHA256()]
+	lc, ok := e.cases.get(reg.SHA256())
 	e.mu.Unlock()
-	if lc != nil {
+	if ok {
 		return lc, nil
 	}
 	lc, err := newListingCases(reg)
@@ -297,8 +303,12 @@ func (e *Engine) listingCases(reg *schema.Registry) (*listingCases, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	keepTwo(e.cases, lc.registry, lc)
-	e.mu.Unlock()
+	defer e.mu.Unlock()
+	if dropped, ok := e.cases.put(lc.registry, lc); ok {
+		// Answers for a registry no longer listed are never asked for
+		// again (it is neither served nor finishing calls).
+		e.vis.dropRegistry(dropped)
+	}
 	return lc, nil
 }
 

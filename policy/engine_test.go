@@ -383,10 +383,10 @@ func TestVisibilityCacheKeepsRecentEntries(t *testing.T) {
 
 func TestVisCacheLRU(t *testing.T) {
 	c := newVisCache(2)
-	c.put("a", []string{"a"})
-	c.put("b", []string{"b"})
+	c.put("a", "r", []string{"a"})
+	c.put("b", "r", []string{"b"})
 	c.get("a")
-	c.put("c", []string{"c"})
+	c.put("c", "r", []string{"c"})
 	if _, ok := c.get("b"); ok {
 		t.Error("b, the least recently used, survived")
 	}
@@ -395,7 +395,7 @@ func TestVisCacheLRU(t *testing.T) {
 			t.Errorf("%s: %v %v", k, v, ok)
 		}
 	}
-	c.put("a", []string{"A"})
+	c.put("a", "r", []string{"A"})
 	if v, _ := c.get("a"); v[0] != "A" {
 		t.Errorf("a was not replaced: %v", v)
 	}

@@ -17,8 +17,9 @@ type visCache struct {
 }
 
 type visEntry struct {
-	key   string
-	tools []string
+	key      string
+	registry string // Registry.SHA256
+	tools    []string
 }
 
 func newVisCache(max int) *visCache {
@@ -39,9 +40,9 @@ func (c *visCache) get(key string) ([]string, bool) {
 	return el.Value.(*visEntry).tools, true
 }
 
-// put stores the answer of key, evicting the least recently used answer
-// when the cache is full.
-func (c *visCache) put(key string, tools []string) {
+// put stores the answer of key for a registry, evicting the least recently
+// used answer when the cache is full.
+func (c *visCache) put(key, registry string, tools []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[key]; ok {
@@ -55,7 +56,23 @@ func (c *visCache) put(key string, tools []string) {
 		delete(c.entries, last.Value.(*visEntry).key)
 		c.stats.Evictions++
 	}
-	c.entries[key] = c.order.PushFront(&visEntry{key: key, tools: tools})
+	c.entries[key] = c.order.PushFront(&visEntry{key: key, registry: registry, tools: tools})
+}
+
+// dropRegistry removes the answers for a registry: one swapped out would
+// otherwise keep an answer per policy and class of principal until the
+// least recently used went, and each swap would add as many.
+func (c *visCache) dropRegistry(registry string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.order.Front(); el != nil; {
+		next := el.Next()
+		if en := el.Value.(*visEntry); en.registry == registry {
+			c.order.Remove(el)
+			delete(c.entries, en.key)
+		}
+		el = next
+	}
 }
 
 // update changes the statistics under the lock.

@@ -228,9 +228,9 @@ type caseGroups struct {
 // registry.
 func (c *Compiled) groupsFor(lc *listingCases) *caseGroups {
 	c.groupMu.Lock()
-	g := c.groups[lc.registry]
+	g, ok := c.groups.get(lc.registry)
 	c.groupMu.Unlock()
-	if g != nil {
+	if ok {
 		return g
 	}
 	g = &caseGroups{registry: lc.registry, of: make([]int, len(lc.cases))}
@@ -257,7 +257,7 @@ func (c *Compiled) groupsFor(lc *listingCases) *caseGroups {
 		g.of[i] = gi
 	}
 	c.groupMu.Lock()
-	keepTwo(c.groups, lc.registry, g)
+	c.groups.put(lc.registry, g)
 	c.groupMu.Unlock()
 	return g
 }
@@ -442,17 +442,5 @@ func (c *Compiled) Visible(ctx context.Context, ep *schema.Endpoint, p Principal
 // flight finish on the old registry).
 type groupCache struct {
 	groupMu sync.Mutex
-	groups  map[string]*caseGroups // by Registry.SHA256
-}
-
-// keepTwo stores v under k in m, dropping another entry when m would hold
-// more than two.
-func keepTwo[V any](m map[string]V, k string, v V) {
-	if _, ok := m[k]; !ok && len(m) >= 2 {
-		for other := range m {
-			delete(m, other)
-			break
-		}
-	}
-	m[k] = v
+	groups  lastTwo[*caseGroups] // by Registry.SHA256
 }

@@ -151,8 +151,7 @@ type Server struct {
 
 	protected ProtectedGuests // guarded by mu
 
-	visMu    sync.Mutex
-	visCache map[visCacheKey]visibility
+	visCache visCache // the visibility maps of reg
 
 	// waitsEnded is closed by EndWaits: the daemon is stopping.
 	waitsEnded   chan struct{}
@@ -220,7 +219,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Limits.MaxWait <= 0 {
 		opts.Limits.MaxWait = 10 * time.Minute
 	}
-	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}, visCache: map[visCacheKey]visibility{}, waitsEnded: make(chan struct{})}
+	s := &Server{opts: opts, switches: opts.Switches, confirm: newConfirmations(opts.ConfirmKey, opts.Now), extra: map[string]bool{}, audit: markingAuditor{opts.Audit}, waitsEnded: make(chan struct{})}
 	for _, t := range opts.Extra {
 		s.extra[t.Tool.Name] = true
 	}
@@ -324,6 +323,7 @@ func (s *Server) Refresh() {
 	s.mu.Lock()
 	s.reg = reg
 	s.mu.Unlock()
+	s.visCache.reset(reg)
 	s.mcp.SetTools(append(s.catalog(reg), s.opts.Extra...)...)
 }
 
@@ -438,33 +438,16 @@ func (s *Server) visible(ctx context.Context, c Caller) (visibility, error) {
 	// policy reads of it); the map built from
 	// it is cached here, for that answer, registry and switches, so a call
 	// costs a lookup and not a map of every visible endpoint.
-	key := visCacheKey{reg: reg, n: len(names), sw: s.currentSwitches()}
+	key := visCacheKey{n: len(names), sw: s.currentSwitches()}
 	if len(names) > 0 {
 		key.first = &names[0]
 	}
-	s.visMu.Lock()
-	v, ok := s.visCache[key]
-	s.visMu.Unlock()
-	if ok {
+	if v, ok := s.visCache.get(reg, key); ok {
 		return v, nil
 	}
-	v = s.buildVisibility(reg, names)
-	s.visMu.Lock()
-	if len(s.visCache) >= 4096 {
-		clear(s.visCache)
-	}
-	s.visCache[key] = v
-	s.visMu.Unlock()
+	v := s.buildVisibility(reg, names)
+	s.visCache.put(reg, key, v)
 	return v, nil
-}
-
-// visCacheKey identifies one visibility answer: the engine's cached slice
-// (by its first element's address and length), the registry and switches.
-type visCacheKey struct {
-	first *string
-	n     int
-	reg   *schema.Registry
-	sw    Switches
 }
 
 func (s *Server) buildVisibility(reg *schema.Registry, names []string) visibility {
