@@ -40,6 +40,9 @@ type callRequest struct {
 	applyPlan *keptPlan
 	// progressToken, when the client asked for progress.
 	progressToken mcp.ProgressToken
+	// transform, when set, turns PVE's answer into the tool's before it
+	// is shaped (a curated tool's filter or summary).
+	transform func(data any) any
 }
 
 // prepared is a call that passed every check before dispatch.
@@ -385,6 +388,9 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 	}
 	if len(notes) > 0 {
 		result["notes"] = notes
+	}
+	if req.transform != nil {
+		data = req.transform(data)
 	}
 	shaped := s.shape(data, req.shape, resp.Total)
 	for k, v := range shaped {

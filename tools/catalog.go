@@ -66,9 +66,9 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 		{Tool: describeTool(), Handler: s.handleDescribe},
 		{Tool: schemaStatusTool(), Handler: s.handleSchemaStatus},
 		{Tool: taskWaitTool(), Handler: s.handleTaskWait},
-		{Tool: resourcesTool(), Handler: s.handleResources},
-		{Tool: guestStatusTool(), Handler: s.handleGuestStatus},
-		{Tool: guestPowerTool(), Handler: s.handleGuestPower},
+		{Tool: withOutput(resourcesTool(reg), reg, "GET", "/cluster/resources"), Handler: s.handleResources},
+		{Tool: withOutput(guestStatusTool(), reg, "GET", "/nodes/{node}/qemu/{vmid}/status/current", "/nodes/{node}/lxc/{vmid}/status/current"), Handler: s.handleGuestStatus},
+		{Tool: withOutput(guestPowerTool(), reg, "POST", "/nodes/{node}/qemu/{vmid}/status/start", "/nodes/{node}/lxc/{vmid}/status/start"), Handler: s.handleGuestPower},
 		{Tool: approveTool(), Handler: s.handleApprove},
 	}
 	list = append(list, s.curatedTools(reg)...)
@@ -318,9 +318,16 @@ func taskWaitTool() mcp.Tool {
 	)
 }
 
-func resourcesTool() mcp.Tool {
+// resourcesTool takes several types at once (PVE's type takes one); its
+// values are the registry's.
+func resourcesTool(reg *schema.Registry) mcp.Tool {
+	var kinds []string
+	if ep := reg.Lookup("GET", "/cluster/resources"); ep != nil && ep.Param("type") != nil {
+		kinds = ep.Param("type").Enum
+	}
 	props := map[string]any{
-		"type": map[string]any{"type": "string", "enum": []string{"vm", "storage", "node", "sdn"}, "description": "Only this kind of resource."},
+		"type": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": kinds}, "minItems": 1,
+			"description": "Only these kinds of resource, such as [\"vm\", \"node\"] (vm is VMs and containers)."},
 	}
 	for k, v := range shapeProperties("") {
 		if k == "fields" || k == "omit" || k == "limit" || k == "offset" {
@@ -328,7 +335,8 @@ func resourcesTool() mcp.Tool {
 		}
 	}
 	return mcp.NewTool(ToolResources,
-		mcp.WithDescription("Every guest, node and storage of the cluster with status and usage (GET /cluster/resources)."),
+		mcp.WithDescription("Every guest, node and storage of the cluster (GET /cluster/resources): id, type (qemu, lxc, node, storage, sdn), node, status, name, vmid, "+
+			"cpu, maxcpu, mem, maxmem, disk, maxdisk, uptime, template, tags, pool, storage, content."),
 		rawSchema(map[string]any{"type": "object", "properties": props, "additionalProperties": false}),
 		annotate("Cluster resources", hints{readOnly: true, idempotent: true}),
 	)
@@ -336,14 +344,15 @@ func resourcesTool() mcp.Tool {
 
 func guestStatusTool() mcp.Tool {
 	return mcp.NewTool(ToolGuestStatus,
-		mcp.WithDescription("Status of a VM or container by VM ID, wherever it runs (finds the node and type): status, name, uptime, cpu, cpus, mem, maxmem, disk, maxdisk, netin, netout, qmpstatus, lock, tags; "+
-			"a VM's answer also carries blockstat, ballooninfo and proxmox-support (several KB): name the keys you need with fields."),
+		mcp.WithDescription("Status of a VM or container by VM ID, wherever it runs (finds the node and type). By default the answer has "+strings.Join(guestStatusFields, ", ")+
+			"; fields picks others (a VM's blockstat, ballooninfo, proxmox-support, nics are several KB), omit drops keys from the whole answer, all: true gives it whole."),
 		rawSchema(map[string]any{
 			"type": "object",
 			"properties": map[string]any{
 				"vmid":   map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999},
 				"fields": shapeProperties("")["fields"],
 				"omit":   shapeProperties("")["omit"],
+				"all":    map[string]any{"type": "boolean", "description": "The whole status, every key PVE gives."},
 			},
 			"required":             []string{"vmid"},
 			"additionalProperties": false,
@@ -351,6 +360,12 @@ func guestStatusTool() mcp.Tool {
 		annotate("Guest status", hints{readOnly: true, idempotent: true}),
 	)
 }
+
+// guestStatusFields are the keys of proxmox_guest_status's answer by
+// default: a VM's whole status is 4.8 KB, most of it block and balloon
+// statistics.
+var guestStatusFields = []string{"vmid", "name", "status", "qmpstatus", "uptime", "cpu", "cpus", "mem", "maxmem", "disk", "maxdisk",
+	"netin", "netout", "diskread", "diskwrite", "lock", "tags", "template", "ha"}
 
 func guestPowerTool() mcp.Tool {
 	return mcp.NewTool(ToolGuestPower,

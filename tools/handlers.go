@@ -561,17 +561,76 @@ func (s *Server) handleResources(ctx context.Context, req mcp.CallToolRequest) (
 	if err := onlyKeys(a, "type", "fields", "omit", "limit", "offset"); err != nil {
 		return nil, err
 	}
-	params := map[string]any{}
-	if t, err := optString(a, "type"); err != nil {
+	types, err := resourceTypes(a)
+	if err != nil {
 		return nil, err
-	} else if t != "" {
-		params["type"] = t
+	}
+	if ep := s.registry().Lookup("GET", "/cluster/resources"); len(types) > 1 && ep != nil && ep.Param("type") != nil {
+		for _, t := range types {
+			if kinds := ep.Param("type").Enum; !slices.Contains(kinds, t) {
+				return nil, argError("type", fmt.Sprintf("%q is not a kind of resource; the kinds are %s", t, strings.Join(kinds, ", ")))
+			}
+		}
 	}
 	sh, err := shapingArgs(a, "")
 	if err != nil {
 		return nil, err
 	}
-	return s.callEndpoint(ctx, c, callRequest{tool: ToolResources, method: "GET", path: "/cluster/resources", args: params, shape: sh.shape}), nil
+	cr := callRequest{tool: ToolResources, method: "GET", path: "/cluster/resources", args: map[string]any{}, shape: sh.shape}
+	switch len(types) {
+	case 0:
+	case 1:
+		cr.args["type"] = types[0] // PVE filters one type itself
+	default:
+		cr.transform = func(data any) any { return keepResourceTypes(data, types) }
+	}
+	return s.callEndpoint(ctx, c, cr), nil
+}
+
+// resourceTypes reads proxmox_cluster_resources' type: a list of kinds,
+// or one as a string. Each is checked by PVE's own schema of type, on the
+// call (one) or by the handler against its values (several).
+func resourceTypes(a map[string]any) ([]string, error) {
+	switch v := a["type"].(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []string{v}, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, it := range v {
+			t, ok := it.(string)
+			if !ok {
+				return nil, argError("type", "must be an array of resource kinds (strings)")
+			}
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+		return out, nil
+	}
+	return nil, argError("type", "must be an array of resource kinds, such as [\"vm\", \"node\"]")
+}
+
+// keepResourceTypes keeps the resources of the kinds asked for (vm is
+// qemu and lxc, as PVE's own filter has it).
+func keepResourceTypes(data any, types []string) any {
+	list, ok := data.([]any)
+	if !ok {
+		return data
+	}
+	out := make([]any, 0, len(list))
+	for _, it := range list {
+		r, _ := it.(map[string]any)
+		t, _ := r["type"].(string)
+		if t == "qemu" || t == "lxc" || t == "openvz" {
+			t = "vm"
+		}
+		if slices.Contains(types, t) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // locateGuest finds where a VM ID lives, through the caller's own view of
@@ -603,7 +662,10 @@ func (s *Server) locateGuest(ctx context.Context, c Caller, tool string, vmid in
 			return n, k, nil
 		}
 	}
-	return "", "", errorResult(fmt.Sprintf("no VM or container %d is visible to your key", vmid))
+	// Journaled as the tool's refusal: the lookup's own row says only
+	// that the list was read.
+	notFound := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: tool, Args: map[string]any{"vmid": vmid}}
+	return "", "", s.refuse(ctx, notFound, journal.OutcomeInvalid, fmt.Sprintf("argument vmid: no VM or container %d is visible to your key", vmid))
 }
 
 // handleGuestStatus is proxmox_guest_status.
@@ -616,7 +678,11 @@ func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(a, "vmid", "fields", "omit"); err != nil {
+	if err := onlyKeys(a, "vmid", "fields", "omit", "all"); err != nil {
+		return nil, err
+	}
+	all, err := optBool(a, "all")
+	if err != nil {
 		return nil, err
 	}
 	vmid, set, err := optInt(a, "vmid", 100, 999999999)
@@ -629,6 +695,12 @@ func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest)
 	sh, err := shapingArgs(a, "")
 	if err != nil {
 		return nil, err
+	}
+	if !all && sh.shape.Fields == nil && sh.shape.Omit == nil {
+		sh.shape.Fields = map[string]bool{}
+		for _, f := range guestStatusFields {
+			sh.shape.Fields[f] = true
+		}
 	}
 	node, kind, bad := s.locateGuest(ctx, c, ToolGuestStatus, vmid)
 	if bad != nil {
