@@ -194,8 +194,8 @@ func (s *Server) refusalText(r *plan.Refusal, req callRequest) string {
 }
 
 // syntaxHints says, for each parameter a validation error names, how its
-// value is written (syntax, unit, default), so that the caller can fix the
-// call without a describe.
+// value is written (syntax, unit, default) and a value that passes, so
+// that the caller can fix the call without a describe.
 func syntaxHints(ep *schema.Endpoint, err error) string {
 	var ve *schema.ValidationError
 	if !errors.As(err, &ve) {
@@ -218,6 +218,9 @@ func syntaxHints(ep *schema.Endpoint, err error) string {
 			continue // PVE's message already lists an enum's values
 		}
 		fmt.Fprintf(&b, "\n%s: %s.", name, p.Hint())
+		if ex, ok := p.ExampleArg(name); ok {
+			fmt.Fprintf(&b, " Example: %s.", ex)
+		}
 	}
 	return b.String()
 }
