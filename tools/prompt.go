@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,12 +19,54 @@ const PromptOnboarding = "proxmox_onboarding"
 
 func onboardingPrompt() mcp.Prompt {
 	return mcp.NewPrompt(PromptOnboarding,
-		mcp.WithPromptDescription("What your key may do on this Proxmox VE host, and how to start."))
+		mcp.WithPromptDescription("What your key may do on this Proxmox VE host, and how to start."),
+		mcp.WithArgument("node", mcp.ArgumentDescription("A node the first steps' examples use (completes to the nodes you may read).")),
+		mcp.WithArgument("vmid", mcp.ArgumentDescription("A VM or container the first steps' examples use (completes to the guests you may read).")))
+}
+
+// example is what the first steps' paths name: a node, and a guest on it.
+type example struct {
+	node, kind, vmid string
+}
+
+// onboardingExample is the example the prompt's arguments name, found in
+// the caller's view of the cluster; pve1's VM 100 when they name none.
+func (s *Server) onboardingExample(ctx context.Context, c Caller, args map[string]string) (example, error) {
+	ex := example{node: "pve1", kind: "qemu", vmid: "100"}
+	node, vmid := args["node"], args["vmid"]
+	if node == "" && vmid == "" {
+		return ex, nil
+	}
+	view, err := s.views.get(ctx, s, c, PromptOnboarding)
+	if err != nil {
+		return ex, err
+	}
+	if node != "" {
+		if !slices.Contains(view.nodes, node) {
+			return ex, fmt.Errorf("argument node %q: no node of that name is visible to your key", node)
+		}
+		ex.node = node
+	}
+	if vmid != "" {
+		id, err := strconv.Atoi(vmid)
+		if err != nil {
+			return ex, fmt.Errorf("argument vmid %q: want a VM or container ID, an integer from 100 to 999999999", vmid)
+		}
+		g, ok := view.guest(id)
+		if !ok {
+			return ex, fmt.Errorf("argument vmid %q: no VM or container of that ID is visible to your key", vmid)
+		}
+		if node != "" && g.node != node {
+			return ex, fmt.Errorf("argument vmid %q: the guest is on node %s, not on %s", vmid, g.node, node)
+		}
+		ex = example{node: g.node, kind: g.kind, vmid: vmid}
+	}
+	return ex, nil
 }
 
 // onboarding describes the caller's key, policy, tier, the daemon's
 // switches and the endpoints it may use, by area and risk.
-func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func (s *Server) onboarding(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	c, ok := CallerFrom(ctx)
 	if !ok {
 		return nil, fmt.Errorf("no authenticated caller")
@@ -37,6 +81,14 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 	visible, err := s.visible(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("the policy could not be evaluated: %w", err)
+	}
+	ex, err := s.onboardingExample(ctx, c, req.Params.Arguments)
+	if err != nil {
+		call := AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: PromptOnboarding, Args: promptArgs(req.Params.Arguments)}
+		if rerr := s.audit.Record(journalContext(ctx), call, AuditOutcome{Outcome: journal.OutcomeInvalid, Error: err.Error()}); rerr != nil {
+			return nil, fmt.Errorf("%w; the journal also refused the record: %w", err, rerr)
+		}
+		return nil, err
 	}
 	byRisk := map[schema.Risk]int{}
 	areas := map[string]int{}
@@ -71,12 +123,12 @@ func (s *Server) onboarding(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.G
 		fmt.Fprintf(&b, "By area: %s.\n", strings.Join(parts, ", "))
 	}
 	b.WriteString("\nHow to start:\n")
-	for i, step := range s.onboardingSteps() {
+	for i, step := range s.onboardingSteps(ex) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, step)
 	}
 	b.WriteString("Every call is recorded in the daemon's journal.")
 	out := AuditOutcome{Outcome: journal.OutcomeOK}
-	if err := s.audit.Record(journalContext(ctx), AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: PromptOnboarding}, out); err != nil {
+	if err := s.audit.Record(journalContext(ctx), AuditCall{Time: s.opts.Now(), Principal: c.Principal, Tool: PromptOnboarding, Args: promptArgs(req.Params.Arguments)}, out); err != nil {
 		return nil, fmt.Errorf("the journal refused the record of this request: %w", err)
 	}
 	return mcp.NewGetPromptResult("What this key may do, and how to start",
@@ -109,10 +161,24 @@ func area(path string) string {
 	return segs[0]
 }
 
-// onboardingSteps are the first steps with the tools of the mode.
-func (s *Server) onboardingSteps() []string {
-	call := "proxmox_api_get with a concrete path (/nodes/pve1/qemu/100/config) reads; proxmox_api_call with method (POST, PUT, DELETE),\n" +
-		"   a concrete path (/nodes/pve1/qemu/100/status/start) and params makes a change.\n" +
+// promptArgs are a prompt's arguments as the journal records them.
+func promptArgs(a map[string]string) map[string]any {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(a))
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
+
+// onboardingSteps are the first steps with the tools of the mode, their
+// paths naming the example's node and guest.
+func (s *Server) onboardingSteps(ex example) []string {
+	guest := "/nodes/" + ex.node + "/" + ex.kind + "/" + ex.vmid
+	call := "proxmox_api_get with a concrete path (" + guest + "/config) reads; proxmox_api_call with method (POST, PUT, DELETE),\n" +
+		"   a concrete path (" + guest + "/status/start) and params makes a change.\n" +
 		"   Everything is checked before it is sent; a refusal says which rule refused and why."
 	if s.opts.Mode == ModeSearch {
 		return []string{

@@ -152,6 +152,7 @@ type Server struct {
 	protected ProtectedGuests // guarded by mu
 
 	visCache visCache // the visibility maps of reg
+	views    views    // each caller's view of the cluster, for resources and completion
 
 	// waitsEnded is closed by EndWaits: the daemon is stopping.
 	waitsEnded   chan struct{}
@@ -250,6 +251,7 @@ func New(opts Options) (*Server, error) {
 		server.WithPaginationLimit(ToolsPageSize),
 	)
 	s.mcp.AddPrompt(onboardingPrompt(), s.onboarding)
+	s.serveResources()
 	s.Refresh()
 	return s, nil
 }
