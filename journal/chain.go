@@ -355,7 +355,7 @@ func checkRow(r *row, fields []any, prevID int64, prevHash string, open map[stri
 			return chainErr(r.id, "receipt for call %s follows no open intent", r.callID)
 		}
 		delete(open, r.callID)
-	case KindObservation, KindResolution, KindPlan:
+	case KindObservation, KindResolution, KindPlan, KindJob:
 		if r.format < 2 {
 			return chainErr(r.id, "a %s row needs format 2", r.kind)
 		}

@@ -59,6 +59,12 @@ type Detail struct {
 	Request *PlannedRequest `json:"request,omitempty"`
 	// Expires is when a plan stops being applicable.
 	Expires *time.Time `json:"expires,omitempty"`
+	// RetryOf, on an intent, is the job (its operation) this write
+	// retries; CancelOf the job whose task this write cancels.
+	RetryOf  string `json:"retry_of,omitempty"`
+	CancelOf string `json:"cancel_of,omitempty"`
+	// Job, on a job row, is the task's state as learnt.
+	Job *JobDetail `json:"job,omitempty"`
 
 	// Scope is the path template whose secret parameters are redacted in
 	// a receipt's detail (a receipt row takes its paths from its intent).

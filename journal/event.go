@@ -35,6 +35,11 @@ const (
 	// KindPlan records a preview kept as a plan: the request and the
 	// configuration digest it was planned against, and its expiry.
 	KindPlan Kind = "plan"
+	// KindJob records a job's state as the daemon learnt it from PVE:
+	// the task an operation started was seen running, ended (ok, with
+	// warnings, failed) or was cancelled. It carries the operation's call
+	// id, principal and paths again, and the UPID.
+	KindJob Kind = "job"
 )
 
 // Outcome is how a call ended.

@@ -562,7 +562,7 @@ func TestPragmas(t *testing.T) {
 	for _, p := range []struct {
 		pragma string
 		want   string
-	}{{"journal_mode", "wal"}, {"synchronous", "2"}, {"busy_timeout", "1234"}, {"application_id", "1347240778"}, {"user_version", "2"}} {
+	}{{"journal_mode", "wal"}, {"synchronous", "2"}, {"busy_timeout", "1234"}, {"application_id", "1347240778"}, {"user_version", "3"}} {
 		var got string
 		if err := j.w.QueryRowContext(ctx, "PRAGMA "+p.pragma).Scan(&got); err != nil {
 			t.Fatal(err)
@@ -668,7 +668,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"missing directory", filepath.Join(dir, "nope", "journal.db"), Options{}, "directory"},
 		{"text file", write("text.db", "hello, this is not a database at all, not even close\n"), Options{}, "not a database"},
 		{"another SQLite database", other, Options{}, "not a proxmox-mcp journal"},
-		{"newer schema", newer, Options{}, "schema version 99 is newer than this binary knows (2)"},
+		{"newer schema", newer, Options{}, "schema version 99 is newer than this binary knows (3)"},
 		{"newer schema, read-only", newer, Options{ReadOnly: true}, "schema version 99 is newer"},
 		{"symbolic link", link, Options{}, "not a regular file"},
 		{"a directory", dir, Options{}, "not a regular file"},

@@ -18,7 +18,8 @@ type Pending struct {
 	// or unknown (a resolution could not tell).
 	Unknown int `json:"unknown_outcomes"`
 	// RunningJobs are operations whose task was still running when last
-	// seen (task_running) and that nothing has settled since.
+	// seen (a task_running receipt or job row) and that nothing (a later
+	// job row or resolution) has settled since.
 	RunningJobs int `json:"running_jobs"`
 }
 
@@ -29,7 +30,7 @@ type Pending struct {
 const pendingSQL = `SELECT call_id, kind, outcome,
 		CASE WHEN kind = 'resolution' AND detail <> '' THEN coalesce(json_extract(detail, '$.state'), '') ELSE '' END
 	FROM events NOT INDEXED
-	WHERE (kind = 'receipt' AND outcome IN ('uncertain', 'task_running')) OR kind = 'resolution'
+	WHERE (kind = 'receipt' AND outcome IN ('uncertain', 'task_running')) OR kind IN ('resolution', 'job')
 	ORDER BY id`
 
 // Pending counts the open intents, unknown outcomes and running jobs.
@@ -56,6 +57,9 @@ func (j *Journal) Pending(ctx context.Context) (Pending, error) {
 			if _, resolved := state[callID]; !resolved {
 				state[callID] = outcome
 			}
+		case kind == string(KindJob):
+			// What PVE said of the task since: running still, or ended.
+			state[callID] = outcome
 		case verdict != "":
 			state[callID] = verdict
 		}

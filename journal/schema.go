@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -22,6 +23,7 @@ type migration struct {
 var migrations = [...]migration{
 	{"events with a SHA-256 chain, open intents, meta", migrate1},
 	{"the change contract: a detail column, observation, resolution and plan rows, the operation-key index", migrate2},
+	{"jobs: job rows (a task's state as the daemon learnt it) and the index of each key's tasks", migrate3},
 }
 
 // SchemaVersion is the schema version this package writes.
@@ -190,6 +192,68 @@ func migrate2(ctx context.Context, tx *sql.Tx) error {
 	if err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	if seq.Valid {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sqlite_sequence WHERE name = 'events'`); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)`, seq.Int64); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrate3 rebuilds events with the job kind in its CHECK (SQLite cannot
+// change one in place) and adds the index of the receipts that name a
+// task, per key: the jobs a key lists. The table is copied as migrate2
+// copies it (ids, hashes, formats and the AUTOINCREMENT counter kept);
+// its indexes and triggers are those version 2 made, read back from the
+// file and made again on the copy.
+func migrate3(ctx context.Context, tx *sql.Tx) error {
+	var create string
+	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'`).Scan(&create); err != nil {
+		return fmt.Errorf("events table: %w", err)
+	}
+	const kinds = `'observation', 'resolution', 'plan')`
+	open := strings.Index(create, "(")
+	if open < 0 || strings.Count(create, kinds) != 1 {
+		return errors.New("events table: not the table schema version 2 made (its kind check)")
+	}
+	create = "CREATE TABLE events_v3 " + strings.Replace(create[open:], kinds, `'observation', 'resolution', 'plan', 'job')`, 1)
+	rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_schema WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name`)
+	if err != nil {
+		return err
+	}
+	var again []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return err
+		}
+		again = append(again, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var seq sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	stmts := []string{create,
+		`INSERT INTO events_v3 (` + columns + `) SELECT ` + columns + ` FROM events ORDER BY id`,
+		`DROP TABLE events`,
+		`ALTER TABLE events_v3 RENAME TO events`,
+	}
+	stmts = append(stmts, again...)
+	// The receipts that name a task, per key, newest first: a key's jobs.
+	stmts = append(stmts, `CREATE INDEX events_jobs ON events (key_id, id) WHERE kind = 'receipt' AND upid <> ''`)
 	for _, s := range stmts {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return err

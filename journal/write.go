@@ -382,6 +382,20 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, r *row, headID int64, 
 		r.tool, r.endpoint, r.method, r.pathTemplate, r.path, r.risk = in.tool, in.endpoint, in.method, in.pathTemplate, in.path, in.risk
 		r.effect, r.reasons, r.decisionPol, r.policyDigest = in.effect, in.reasons, in.decisionPol, in.policyDigest
 		r.args, r.priorConfig, r.priorDigest = "null", "null", ""
+	case KindJob:
+		// A job row is about an operation that exists, and reads on its
+		// own: it repeats the operation's principal and paths.
+		var in row
+		err := tx.StmtContext(ctx, st.intentOf).QueryRowContext(ctx, r.callID).Scan(in.fields()...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", ErrNoIntent, r.callID), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.keyID, r.keyName, r.profile, r.policy = in.keyID, in.keyName, in.profile, in.policy
+		r.transport, r.source, r.tailnetUser, r.tailnetNode = in.transport, in.source, in.tailnetUser, in.tailnetNode
+		r.endpoint, r.method, r.pathTemplate, r.path, r.risk = in.endpoint, in.method, in.pathTemplate, in.path, in.risk
 	case KindResolution:
 		// A resolution settles an operation that exists.
 		var in row
