@@ -135,6 +135,11 @@ type nodeResult struct {
 		ConnectError *nodeError `json:"connectError"`
 		Tools        []string   `json:"tools"`
 	} `json:"attempts"`
+
+	// Templates, Guest and Completion are the resources' part.
+	Templates  []string       `json:"templates"`
+	Guest      map[string]any `json:"guest"`
+	Completion []string       `json:"completion"`
 }
 
 // run starts run.mjs with the key in $PMCP_KEY and decodes its result.
@@ -435,6 +440,16 @@ func checkOperator(t *testing.T, c nodeClient, res nodeResult, keyName string) {
 		if !strings.Contains(res.Prompt, w) {
 			t.Errorf("onboarding prompt lacks %q:\n%s", w, res.Prompt)
 		}
+	}
+
+	if !slices.Contains(res.Templates, "proxmox://guests/{vmid}") || !slices.Contains(res.Templates, "proxmox://nodes/{node}") {
+		t.Errorf("resource templates %v lack the guest and node summaries", res.Templates)
+	}
+	if res.Guest["status"] != "running" || res.Guest["node"] != "pve1" || res.Guest["type"] != "qemu" {
+		t.Errorf("resource proxmox://guests/101: %v, want VM 101 running on pve1", res.Guest)
+	}
+	if want := []string{"100", "101", "102"}; !slices.Equal(res.Completion, want) {
+		t.Errorf("completion of vmid 10: %v, want %v", res.Completion, want)
 	}
 }
 

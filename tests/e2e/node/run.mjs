@@ -175,6 +175,14 @@ async function operator(c, out) {
 
   const prompt = await c.client.getPrompt({ name: "proxmox_onboarding" });
   out.prompt = prompt.messages.map((m) => m.content?.text ?? "").join("\n");
+
+  // Resources and completion: list the templates, read a guest's summary,
+  // complete a VMID.
+  out.templates = (await c.client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
+  const guest = await c.client.readResource({ uri: "proxmox://guests/101" });
+  out.guest = JSON.parse(guest.contents[0].text).data ?? null;
+  const ref = { type: "ref/resource", uri: "proxmox://guests/{vmid}" };
+  out.completion = (await c.client.complete({ ref, argument: { name: "vmid", value: "10" } })).completion.values;
 }
 
 async function readOnly(c, out) {
