@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,9 @@ func BenchmarkServeSchemaSwaps(b *testing.B) {
 			}
 		}
 		hwm, _ := procMemory(b, pid)
+		anon, file := procRss(b, pid)
+		b.ReportMetric(anon, "RssAnon-100-swaps-MiB")
+		b.ReportMetric(file, "RssFile-100-swaps-MiB")
 		b.ReportMetric(warm, "RSS-warm-MiB")
 		b.ReportMetric(rss[20], "RSS-20-swaps-MiB")
 		b.ReportMetric(rss[40], "RSS-40-swaps-MiB")
@@ -115,4 +119,28 @@ func churnSession(tb testing.TB, url, key string) {
 	if err := ss.End(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// procRss reads RssAnon (the heap, stacks and other private memory) and
+// RssFile (the binary's pages read from disk) of a process, in MiB.
+func procRss(tb testing.TB, pid int) (anon, file float64) {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Skipf("no /proc here: %v", err)
+	}
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "RssAnon:":
+			anon = kb / 1024
+		case "RssFile:":
+			file = kb / 1024
+		}
+	}
+	return anon, file
 }
