@@ -94,22 +94,107 @@ func agentTasks() []agentTask {
 		{name: "backup", way: "generic", script: backupGeneric, check: checkBackup},
 		{name: "least-free-memory", way: "generic", script: leastFreeGeneric, check: checkLeastFree},
 		{name: "last-failed-task", way: "generic", script: lastFailedGeneric, check: checkLastFailed},
+		{name: "inventory", way: "curated", script: inventoryCurated, check: checkInventory},
+		{name: "learn-snapshot", way: "curated", script: learnSnapshotCurated, check: checkLearnSnapshot},
+		{name: "start-and-wait", way: "curated", script: startAndWaitCurated, check: checkStarted},
+		{name: "backup", way: "curated", script: backupCurated, check: checkBackup},
+		{name: "least-free-memory", way: "curated", script: leastFreeCurated, check: checkLeastFree},
+		{name: "last-failed-task", way: "curated", script: lastFailedCurated, check: checkLastFailed},
 	}
+}
+
+func inventoryCurated(a *agent) (any, error) {
+	res, err := a.call(ToolResources, map[string]any{"type": []any{"vm"}, "fields": []any{"node", "vmid", "name", "status", "mem", "maxmem"}})
+	if err != nil {
+		return nil, err
+	}
+	return runningPerNode(res), nil
+}
+
+// With the curated tools, how to snapshot a VM is in the tool list the
+// session began with: no call.
+func learnSnapshotCurated(a *agent) (any, error) {
+	list, err := a.c.ListTools(a.ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range list.Tools {
+		if t.Name == "proxmox_snapshot_create" {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("no proxmox_snapshot_create in the list")
+}
+
+func startAndWaitCurated(a *agent) (any, error) {
+	res, err := a.call(ToolResources, map[string]any{"type": []any{"vm"}, "fields": []any{"vmid", "node", "status", "type"}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := stoppedVM(res); err != nil {
+		return nil, err
+	}
+	return a.call(ToolGuestPower, map[string]any{"vmid": startAndWaitVMID, "action": "start", "wait": 60})
+}
+
+func backupCurated(a *agent) (any, error) {
+	all, err := a.call(ToolResources, map[string]any{"type": []any{"vm", "storage"}, "fields": []any{"type", "node", "vmid", "storage", "content"}})
+	if err != nil {
+		return nil, err
+	}
+	_, storage, err := backupTarget(all)
+	if err != nil {
+		return nil, err
+	}
+	return a.call("proxmox_backup_create", map[string]any{"vmid": backupVMID, "storage": storage, "mode": "snapshot", "wait": 60})
+}
+
+func leastFreeCurated(a *agent) (any, error) {
+	res, err := a.call(ToolResources, map[string]any{"type": []any{"node", "vm"}, "fields": []any{"type", "node", "vmid", "status", "mem", "maxmem"}})
+	if err != nil {
+		return nil, err
+	}
+	var nodes, guests []map[string]any
+	for _, r := range items(res) {
+		if r["type"] == "node" {
+			nodes = append(nodes, r)
+		} else {
+			guests = append(guests, r)
+		}
+	}
+	return leastFree(nodes, guests)
+}
+
+func lastFailedCurated(a *agent) (any, error) {
+	tasks, err := a.call("proxmox_cluster_tasks", map[string]any{"failed": true, "limit": 1, "fields": []any{"upid"}})
+	if err != nil {
+		return nil, err
+	}
+	list := items(tasks)
+	if len(list) == 0 {
+		return nil, fmt.Errorf("no failed task")
+	}
+	return a.call("proxmox_task_log", map[string]any{"upid": list[0]["upid"]})
 }
 
 // Inventory of the running guests per node, with their memory.
 func inventoryGeneric(a *agent) (any, error) {
-	res, err := a.call(ToolResources, map[string]any{"type": "vm", "fields": []any{"node", "vmid", "name", "status", "mem", "maxmem"}})
+	res, err := a.call(ToolGet, map[string]any{"path": "/cluster/resources", "params": map[string]any{"type": "vm"}, "fields": []any{"node", "vmid", "name", "status", "mem", "maxmem"}})
 	if err != nil {
 		return nil, err
 	}
+	return runningPerNode(res), nil
+}
+
+// runningPerNode are the running guests of a resources answer by node.
+func runningPerNode(res map[string]any) map[string][]string {
 	perNode := map[string][]string{}
 	for _, g := range items(res) {
 		if g["status"] == "running" {
 			perNode[g["node"].(string)] = append(perNode[g["node"].(string)], fmt.Sprintf("%v:%v", g["vmid"], g["mem"]))
 		}
 	}
-	return perNode, nil
+	return perNode
 }
 
 // simGuest is a guest as the simulator has it.
@@ -188,20 +273,46 @@ const startAndWaitVMID = 101
 
 // Starting a stopped VM and waiting for it.
 func startAndWaitGeneric(a *agent) (any, error) {
-	res, err := a.call(ToolResources, map[string]any{"type": "vm", "fields": []any{"vmid", "status", "type"}})
+	tool, err := searchFor(a, "start vm", "POST", "/nodes/{node}/qemu/{vmid}/status/start")
 	if err != nil {
 		return nil, err
 	}
-	vmid := 0
+	if _, err := a.call(ToolDescribe, map[string]any{"tool": tool}); err != nil {
+		return nil, err
+	}
+	res, err := a.call(ToolGet, map[string]any{"path": "/cluster/resources", "params": map[string]any{"type": "vm"}, "fields": []any{"vmid", "node", "status", "type"}})
+	if err != nil {
+		return nil, err
+	}
+	node, err := stoppedVM(res)
+	if err != nil {
+		return nil, err
+	}
+	return a.call(ToolCall, map[string]any{"method": "POST", "path": fmt.Sprintf("/nodes/%s/qemu/%d/status/start", node, startAndWaitVMID), "wait": 60})
+}
+
+// stoppedVM is the node of the stopped VM startAndWaitVMID.
+func stoppedVM(res map[string]any) (string, error) {
 	for _, g := range items(res) {
 		if g["status"] == "stopped" && g["type"] == "qemu" && int(number(g["vmid"])) == startAndWaitVMID {
-			vmid = startAndWaitVMID
+			return g["node"].(string), nil
 		}
 	}
-	if vmid == 0 {
-		return nil, fmt.Errorf("VM %d is not a stopped VM", startAndWaitVMID)
+	return "", fmt.Errorf("VM %d is not a stopped VM", startAndWaitVMID)
+}
+
+// searchFor is the tool name of the endpoint a search finds for query.
+func searchFor(a *agent, query, method, path string) (string, error) {
+	res, err := a.call(ToolSearch, map[string]any{"query": query})
+	if err != nil {
+		return "", err
 	}
-	return a.call(ToolGuestPower, map[string]any{"vmid": vmid, "action": "start", "wait": 60})
+	for _, r := range res["results"].([]any) {
+		if m := r.(map[string]any); m["path"] == path && m["method"] == method {
+			return m["tool"].(string), nil
+		}
+	}
+	return "", fmt.Errorf("a search for %q did not find %s %s: %v", query, method, path, res["results"])
 }
 
 func checkStarted(h *harness, _ any) error {
@@ -218,27 +329,28 @@ const backupVMID = 100
 
 // A backup of one VM to a storage that takes backups.
 func backupGeneric(a *agent) (any, error) {
-	res, err := a.call(ToolSearch, map[string]any{"query": "backup vm"})
+	tool, err := searchFor(a, "backup vm", "POST", "/nodes/{node}/vzdump")
 	if err != nil {
 		return nil, err
-	}
-	tool := ""
-	for _, r := range res["results"].([]any) {
-		if m := r.(map[string]any); m["path"] == "/nodes/{node}/vzdump" && m["method"] == "POST" {
-			tool = m["tool"].(string)
-		}
-	}
-	if tool == "" {
-		return nil, fmt.Errorf("search found no vzdump: %v", res["results"])
 	}
 	if _, err := a.call(ToolDescribe, map[string]any{"tool": tool}); err != nil {
 		return nil, err
 	}
-	all, err := a.call(ToolResources, map[string]any{"fields": []any{"type", "node", "vmid", "storage", "content"}})
+	all, err := a.call(ToolGet, map[string]any{"path": "/cluster/resources", "fields": []any{"type", "node", "vmid", "storage", "content"}})
 	if err != nil {
 		return nil, err
 	}
-	node, storage := "", ""
+	node, storage, err := backupTarget(all)
+	if err != nil {
+		return nil, err
+	}
+	return a.call(ToolCall, map[string]any{"method": "POST", "path": "/nodes/" + node + "/vzdump",
+		"params": map[string]any{"vmid": fmt.Sprint(backupVMID), "storage": storage, "mode": "snapshot"}, "wait": 60})
+}
+
+// backupTarget is the node of backupVMID and a storage there that takes
+// backups, from a resources answer.
+func backupTarget(all map[string]any) (node, storage string, err error) {
 	for _, r := range items(all) {
 		if int(number(r["vmid"])) == backupVMID {
 			node = r["node"].(string)
@@ -250,10 +362,9 @@ func backupGeneric(a *agent) (any, error) {
 		}
 	}
 	if node == "" || storage == "" {
-		return nil, fmt.Errorf("no node (%q) or backup storage (%q) for guest %d", node, storage, backupVMID)
+		return "", "", fmt.Errorf("no node (%q) or backup storage (%q) for guest %d", node, storage, backupVMID)
 	}
-	return a.call(ToolCall, map[string]any{"method": "POST", "path": "/nodes/" + node + "/vzdump",
-		"params": map[string]any{"vmid": fmt.Sprint(backupVMID), "storage": storage, "mode": "snapshot"}, "wait": 60})
+	return node, storage, nil
 }
 
 func checkBackup(_ *harness, result any) error {
@@ -266,11 +377,20 @@ func checkBackup(_ *harness, result any) error {
 
 // The node with the least free memory, and what runs there.
 func leastFreeGeneric(a *agent) (any, error) {
-	nodes, err := a.call(ToolResources, map[string]any{"type": "node", "fields": []any{"node", "mem", "maxmem"}})
+	nodes, err := a.call(ToolGet, map[string]any{"path": "/cluster/resources", "params": map[string]any{"type": "node"}, "fields": []any{"node", "mem", "maxmem"}})
 	if err != nil {
 		return nil, err
 	}
-	list := items(nodes)
+	guests, err := a.call(ToolGet, map[string]any{"path": "/cluster/resources", "params": map[string]any{"type": "vm"}, "fields": []any{"node", "vmid", "name", "status"}})
+	if err != nil {
+		return nil, err
+	}
+	return leastFree(items(nodes), items(guests))
+}
+
+// leastFree is the node with the least free memory and the guests that
+// run there.
+func leastFree(list, guests []map[string]any) (any, error) {
 	if len(list) == 0 {
 		return nil, fmt.Errorf("no nodes")
 	}
@@ -278,12 +398,8 @@ func leastFreeGeneric(a *agent) (any, error) {
 		return number(list[i]["maxmem"])-number(list[i]["mem"]) < number(list[j]["maxmem"])-number(list[j]["mem"])
 	})
 	node := list[0]["node"].(string)
-	guests, err := a.call(ToolResources, map[string]any{"type": "vm", "fields": []any{"node", "vmid", "name", "status"}})
-	if err != nil {
-		return nil, err
-	}
 	var there []int
-	for _, g := range items(guests) {
+	for _, g := range guests {
 		if g["node"] == node && g["status"] == "running" {
 			there = append(there, int(number(g["vmid"])))
 		}
@@ -340,8 +456,8 @@ const agentFailure = "start failed: QEMU exited with code 1"
 
 // agentBed is the simulator a task runs against: an operator key and,
 // for the last task, a start that failed.
-func agentBed(t testing.TB, mode Mode) (*harness, *agent) {
-	h := newHarness(t, harnessOpts{mode: mode})
+func agentBed(t testing.TB, text AnswerText) (*harness, *agent) {
+	h := newHarness(t, harnessOpts{answerText: text})
 	c, ctx := h.as("admin")
 	h.sim.InjectTaskFault(sim.TaskFault{Type: "qmstart", Fail: agentFailure})
 	if _, err := (&agent{c: c, ctx: ctx}).call(ToolGuestPower, map[string]any{"vmid": startAndWaitVMID, "action": "start", "wait": 30}); err == nil {
@@ -356,7 +472,7 @@ func agentBed(t testing.TB, mode Mode) (*harness, *agent) {
 func TestAgentTasks(t *testing.T) {
 	for _, task := range agentTasks() {
 		t.Run(task.way+"/"+task.name, func(t *testing.T) {
-			h, a := agentBed(t, ModeCompact)
+			h, a := agentBed(t, AnswerJSON)
 			result, err := task.script(a)
 			if err != nil {
 				t.Fatal(err)
@@ -370,27 +486,31 @@ func TestAgentTasks(t *testing.T) {
 }
 
 // BenchmarkAgentTasks reports the calls and bytes each task costs an
-// agent (calls/op, sent-B/op, received-B/op) on the real PVE 9.1 schema.
+// agent (calls/op, sent-B/op, received-B/op) on the real PVE 9.1 schema,
+// in compact mode, with answers' text as tools.answer_text has it (json:
+// the JSON twice; summary: once, for tools with an outputSchema).
 func BenchmarkAgentTasks(b *testing.B) {
 	for _, task := range agentTasks() {
-		b.Run(task.way+"/"+task.name, func(b *testing.B) {
-			var a *agent
-			for b.Loop() {
-				b.StopTimer()
-				var h *harness
-				h, a = agentBed(b, ModeCompact)
-				b.StartTimer()
-				result, err := task.script(a)
-				if err != nil {
-					b.Fatal(err)
+		for _, text := range []AnswerText{AnswerJSON, AnswerSummary} {
+			b.Run(task.way+"/"+task.name+"/text="+string(text), func(b *testing.B) {
+				var a *agent
+				for b.Loop() {
+					b.StopTimer()
+					var h *harness
+					h, a = agentBed(b, text)
+					b.StartTimer()
+					result, err := task.script(a)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := task.check(h, result); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if err := task.check(h, result); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(a.calls), "calls/op")
-			b.ReportMetric(float64(a.sent), "sent-B/op")
-			b.ReportMetric(float64(a.received), "received-B/op")
-		})
+				b.ReportMetric(float64(a.calls), "calls/op")
+				b.ReportMetric(float64(a.sent), "sent-B/op")
+				b.ReportMetric(float64(a.received), "received-B/op")
+			})
+		}
 	}
 }
