@@ -56,6 +56,8 @@ var guestSummaryFields = []string{"name", "vmid", "status", "qmpstatus", "cpu", 
 
 // serveResources registers the resources, the templates and the
 // completion of their arguments (and of the prompt's) on the MCP server.
+// Its hooks are the server's only ones (server.WithHooks replaces them):
+// another hook goes into this set.
 func (s *Server) serveResources() {
 	hooks := &server.Hooks{}
 	hooks.AddAfterListResources(s.filterResources)
@@ -531,18 +533,29 @@ func (cp completer) complete(ctx context.Context, arg mcp.CompleteArgument, cc m
 // candidate is a value and the read that shows it.
 type candidate struct{ value, path string }
 
+// maxCompletionChecks bounds the policy decisions one completion makes: a
+// policy that refuses most of a large cluster's guests is not asked about
+// each of them on every keystroke.
+const maxCompletionChecks = 1000
+
 // offer keeps the candidates that start with prefix and that the caller's
-// policy allows reading, at most maxCompletions, each value once.
+// policy allows reading, at most maxCompletions, each value once; hasMore
+// says that more might be offered (the values or the checks ran out).
 func (s *Server) offer(ctx context.Context, c Caller, cands []candidate, prefix string) *mcp.Completion {
 	out := &mcp.Completion{Values: []string{}}
 	seen := map[string]bool{}
-	for i, cd := range cands {
-		if seen[cd.value] || !strings.HasPrefix(cd.value, prefix) || !s.mayRead(ctx, c, cd.path) {
+	checks := 0
+	for _, cd := range cands {
+		if seen[cd.value] || !strings.HasPrefix(cd.value, prefix) {
 			continue
 		}
-		if len(out.Values) == maxCompletions {
-			out.HasMore = i < len(cands)
+		if len(out.Values) == maxCompletions || checks == maxCompletionChecks {
+			out.HasMore = true
 			break
+		}
+		checks++
+		if !s.mayRead(ctx, c, cd.path) {
+			continue
 		}
 		seen[cd.value] = true
 		out.Values = append(out.Values, cd.value)

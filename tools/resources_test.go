@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 )
 
@@ -342,5 +344,22 @@ func TestOnboardingArguments(t *testing.T) {
 	}
 	if _, err := get(map[string]string{"node": "pve1", "vmid": "201"}); err == nil || !strings.Contains(err.Error(), "on node pve2") {
 		t.Errorf("onboarding for a guest on another node: %v", err)
+	}
+}
+
+// A completion answers at most 100 values and says there are more.
+func TestCompletionBounded(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c := Caller{Principal: policy.Principal{KeyID: "kro", Name: "ro", Transport: "loopback"}, Binding: policy.Binding{Profile: "read-only"}, Tier: TierReadOnly}
+	var cands []candidate
+	for i := range 150 {
+		cands = append(cands, candidate{fmt.Sprintf("v%03d", i), "/nodes/pve1/status"}, candidate{fmt.Sprintf("v%03d", i), "/nodes/pve2/status"})
+	}
+	got := h.srv.offer(t.Context(), c, cands, "v")
+	if len(got.Values) != maxCompletions || !got.HasMore || got.Values[0] != "v000" || got.Values[99] != "v099" {
+		t.Errorf("%d values (%v…), hasMore %v: want v000 to v099 and more", len(got.Values), got.Values[:min(3, len(got.Values))], got.HasMore)
+	}
+	if got := h.srv.offer(t.Context(), c, cands, "v14"); len(got.Values) != 10 || got.HasMore {
+		t.Errorf("prefix v14: %v, hasMore %v: want v140 to v149 and no more", got.Values, got.HasMore)
 	}
 }
