@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -146,6 +147,10 @@ type Options struct {
 	Protected func(ctx context.Context, p *Plan) (reasons []string, err error)
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Resolver resolves the host names of the places outside the cluster
+	// a call makes PVE fetch from (policy.Input.Outside); the system's
+	// resolver when nil.
+	Resolver Resolver
 }
 
 // Builder builds plans.
@@ -163,6 +168,9 @@ func New(o Options) (*Builder, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
 	}
 	return &Builder{o: o}, nil
 }
@@ -235,6 +243,9 @@ func (b *Builder) Build(ctx context.Context, c Caller, req Request) (*Plan, erro
 	}
 	guard := b.o.Guard.Check(ctx, ep, p.Vars, p.Checked.Values)
 	p.Input = policy.BuildInput(ep, p.Path, p.Vars, p.Checked.Values, c.Principal, guard, p.Time)
+	if ep.Facts.ReachesOutside {
+		p.Input.Outside = outside(ctx, b.o.Resolver, ep, p.Checked.Values)
+	}
 	p.Decision = b.o.Policy.Decide(ctx, c.Binding, &p.Input)
 	if b.o.Protected != nil && ep.Method != "GET" {
 		p.Decision = b.protect(ctx, p)

@@ -34,6 +34,12 @@ type Input struct {
 	// allows it.
 	ReachesHost []HostReach
 
+	// Outside lists the places outside the cluster the call makes PVE
+	// fetch from (input.outside), each with the class of its addresses;
+	// the call plan resolves them (package plan), as policy does no
+	// network I/O.
+	Outside []OutsideTarget
+
 	// Host is set for a host operation of the root helper (input.host;
 	// null for an API call), which only a policy's host_decision decides
 	// (Compiled.DecideHost).
@@ -548,6 +554,7 @@ func (in *Input) Value() (ast.Value, error) {
 		item("endpoint", endpoint),
 		item("targets", targets),
 		ast.Item(ast.InternedTerm("reaches_host"), reachValue(in.ReachesHost, empty)),
+		ast.Item(ast.InternedTerm("outside"), outsideValue(in.Outside, empty)),
 		item("guard", guard),
 		item("time", timeValue(in.Time)),
 		item("host", in.Host.value()),
@@ -576,7 +583,7 @@ func inputKeys() []string {
 		"tool", "method", "path", "concrete_path", "params", "risk", "endpoint", "expose_credentials", "download",
 		"returns_secrets", "reaches_outside", "config_edit",
 		"targets", "nodes", "vmids", "storages", "pools", "paths", "services", "commands",
-		"reaches_host", "detail", "host", "op", "root", "unit", "action",
+		"reaches_host", "detail", "host", "op", "outside", "addresses", "class", "root", "unit", "action",
 		"guard", "evaluated", "hits", "kind", "value", "param",
 		"time", "rfc3339", "unix", "weekday", "hour", "minute", "zone", "utc_offset_seconds",
 		"read", "write", "destructive", "GET", "POST", "PUT", "DELETE", "loopback", "stdio", "lan",

@@ -41,11 +41,20 @@ decision := {
 	lib.sets_host_path
 }
 
+decision := lib.deny(concat("", ["admin keys may not make PVE fetch from private networks: ", lib.outside_reason])) if {
+	not lib.is_host_root
+	not lib.guard_hit
+	not lib.reaches_host
+	not lib.sets_host_path
+	lib.outside_refused
+}
+
 decision := {"effect": "allow", "reasons": ["admin keys may make any API call"], "obligations": []} if {
 	not lib.is_host_root
 	not lib.guard_hit
 	not lib.reaches_host
 	not lib.sets_host_path
+	not lib.outside_refused
 }
 
 # Host operations: files beneath the allowed roots may be read and written

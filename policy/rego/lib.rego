@@ -60,6 +60,25 @@ sets_host_path if input.params.dumpdir != null
 
 sets_host_path if input.params.tmpdir != null
 
+# The call makes PVE fetch from a place outside the cluster that is not
+# public: input.outside lists each place (download-url and
+# query-url-metadata's url, oci-registry-pull and query-oci-repo-tags'
+# reference) with the class of the least public address its host resolves
+# to (public, reserved, multicast, cgnat, unique_local, private,
+# link_local, loopback, unspecified, unresolved, invalid; docs/policy.md).
+# The call plan lists one for every call of these endpoints (the parameter
+# is required). The built-in profiles refuse such a call; a custom policy
+# may allow a class or a host explicitly.
+outside_refused if input.outside[_].class != "public"
+
+outside_items := concat("; ", [sprintf("%s %s (host %s, %s)", [t.param, t.value, t.host, t.class]) | some t in input.outside; t.class != "public"])
+
+outside_reason := concat("", [
+	"the call makes PVE fetch from a place that is not a public address (",
+	outside_items,
+	"); the built-in profiles fetch only from public addresses, a custom policy may allow others (input.outside)",
+])
+
 # The call reaches the host from a guest: input.reaches_host lists each
 # way, as {param, kind, value, detail} (docs/policy.md lists the kinds:
 # hookscript, qemu_args, pci_passthrough, usb_host, serial_host,

@@ -26,6 +26,13 @@ decision := {
 decision := {"effect": "allow", "reasons": ["operator keys may read"], "obligations": []} if {
 	input.risk == "read"
 	not lib.returns_secrets
+	not lib.outside_refused
+}
+
+decision := lib.deny(concat("", ["operator keys may not probe private networks: ", lib.outside_reason])) if {
+	input.risk == "read"
+	not lib.returns_secrets
+	lib.outside_refused
 }
 
 decision := lib.deny(lib.guard_reason) if {

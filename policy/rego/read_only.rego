@@ -24,6 +24,13 @@ decision := {
 decision := {"effect": "allow", "reasons": ["read-only keys may read"], "obligations": []} if {
 	input.risk == "read"
 	not lib.returns_secrets
+	not lib.outside_refused
+}
+
+decision := lib.deny(concat("", ["read-only keys may not probe private networks: ", lib.outside_reason])) if {
+	input.risk == "read"
+	not lib.returns_secrets
+	lib.outside_refused
 }
 
 # Host operations: files under /var/log and the services' status may be

@@ -12,9 +12,16 @@ decision := lib.confirm(concat("", ["root keys confirm each call by which a gues
 	lib.reaches_host
 }
 
+decision := lib.deny(concat("", ["root keys too: ", lib.outside_reason])) if {
+	not lib.guard_hit
+	not lib.reaches_host
+	lib.outside_refused
+}
+
 decision := {"effect": "allow", "reasons": ["root keys may do anything"], "obligations": []} if {
 	not lib.guard_hit
 	not lib.reaches_host
+	not lib.outside_refused
 }
 
 # Host operations: all of them, but what the guard protects (break-glass)
