@@ -784,7 +784,7 @@ func (s *Server) handleNodeStatus(cs *curated) server.ToolHandlerFunc {
 
 // rrdSummarySchema is the schema of proxmox_node_status's rrd.
 func rrdSummarySchema() map[string]any {
-	num := map[string]any{"type": []string{"number", "null"}}
+	num := map[string]any{"type": "number"}
 	return map[string]any{"type": "object", "properties": map[string]any{
 		"timeframe": map[string]any{"type": "string"}, "cf": map[string]any{"type": "string"},
 		"points": map[string]any{"type": "integer"}, "from": map[string]any{"type": "integer"}, "to": map[string]any{"type": "integer"},
@@ -897,26 +897,36 @@ func returnsSchema(eps map[string]*schema.Endpoint) map[string]any {
 // tools/list kilobytes longer for what the description already names.
 const maxTypedKeys = 32
 
-// tolerantScalar is every scalar a PVE scalar may come as.
-var tolerantScalar = []string{"boolean", "null", "number", "string"}
-
-// tolerant converts a PVE return schema: objects and arrays as declared
-// (or null; no key required, other keys allowed), scalars as any scalar,
-// to the keys of the data's objects (or of its items) and then anything.
+// tolerant converts a PVE return schema. The data itself is typed as
+// declared (an object, or an array of its items); objects list their
+// keys, none required and others allowed, up to maxTypedKeys; an object
+// or array inside may also be null (PVE leaves some out as null); a
+// scalar may come as any scalar (booleans as 0/1, numbers as strings), so
+// it is named, not typed. Two levels of keys, then anything. No union
+// types, so that Ajv in strict mode compiles it.
 func tolerant(r map[string]any, depth int) map[string]any {
+	s := typed(r, depth)
+	if depth == 0 || s["type"] == nil {
+		return s
+	}
+	return map[string]any{"anyOf": []any{map[string]any{"type": "null"}, s}}
+}
+
+// typed is a PVE return schema's object or array, not null.
+func typed(r map[string]any, depth int) map[string]any {
 	if depth > 2 {
 		return map[string]any{}
 	}
 	switch r["type"] {
 	case "object":
-		props := map[string]any{}
+		out := map[string]any{"type": "object"}
 		in, _ := r["properties"].(map[string]any)
+		props := map[string]any{}
 		for k, v := range in {
 			if m, ok := v.(map[string]any); ok && !strings.ContainsAny(k, "[]") {
 				props[k] = tolerant(m, depth+1)
 			}
 		}
-		out := map[string]any{"type": []string{"null", "object"}}
 		if len(props) > 0 && len(props) <= maxTypedKeys {
 			out["properties"] = props
 		}
@@ -924,18 +934,23 @@ func tolerant(r map[string]any, depth int) map[string]any {
 	case "array":
 		items := map[string]any{}
 		if m, ok := r["items"].(map[string]any); ok {
-			items = tolerant(m, depth+1)
+			if depth == 0 {
+				items = typed(m, 1) // the data's items, as declared
+			} else {
+				items = tolerant(m, depth+1)
+			}
 		}
-		return map[string]any{"type": []string{"array", "null"}, "items": items}
-	case "string", "integer", "number", "boolean":
-		return map[string]any{"type": tolerantScalar}
+		return map[string]any{"type": "array", "items": items}
 	}
 	return map[string]any{}
 }
 
 // mergeTolerant admits what either schema admits.
 func mergeTolerant(a, b map[string]any) map[string]any {
-	if len(a) == 0 || len(b) == 0 || !sameJSON(a["type"], b["type"]) {
+	if len(a) == 0 || len(b) == 0 || !sameJSON(a["type"], b["type"]) || a["anyOf"] != nil || b["anyOf"] != nil {
+		if sameJSON(a, b) {
+			return a
+		}
 		return map[string]any{}
 	}
 	out := map[string]any{"type": a["type"]}
@@ -945,7 +960,7 @@ func mergeTolerant(a, b map[string]any) map[string]any {
 	}
 	pa, _ := a["properties"].(map[string]any)
 	pb, _ := b["properties"].(map[string]any)
-	if len(pa)+len(pb) > 0 {
+	if len(pa)+len(pb) > 0 && len(pa)+len(pb) <= 2*maxTypedKeys {
 		props := map[string]any{}
 		for k, v := range pa {
 			props[k] = v
@@ -957,7 +972,9 @@ func mergeTolerant(a, b map[string]any) map[string]any {
 				props[k] = v
 			}
 		}
-		out["properties"] = props
+		if len(props) <= maxTypedKeys {
+			out["properties"] = props
+		}
 	}
 	return out
 }

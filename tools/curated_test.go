@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
 )
 
 // outputSchemas compiles the output schema of every tool the client lists
@@ -246,24 +248,34 @@ func TestCuratedTools(t *testing.T) {
 			sizes[k.tool] = len(b)
 		}
 	}
-	// The failed task: a restore from a backup that does not exist.
+	// A restore from an archive that does not exist is PVE's refusal.
 	res, _ := call(t, c, ctx, ToolBackupRestore, map[string]any{"vmid": 160, "node": "pve1", "archive": "backup:backup/vzdump-qemu-999-2026_01_01-00_00_00.vma.zst", "wait": 30})
-	if !strings.Contains(resultText(res), "does not exist") && !strings.Contains(resultText(res), "failed") {
+	if !res.IsError || !strings.Contains(resultText(res), "does not exist") {
 		t.Errorf("restore of a missing archive: %s", resultText(res))
 	}
+	// A backup that fails, one with warnings: failed keeps the first only.
+	h.sim.InjectTaskFault(sim.TaskFault{Type: "vzdump", Fail: "job errors"})
+	if res, _ := call(t, c, ctx, ToolBackupCreate, map[string]any{"vmid": 200, "storage": "backup", "wait": 60}); !res.IsError {
+		t.Fatalf("a failing backup: %s", resultText(res))
+	}
+	h.sim.ClearFaults()
+	h.sim.InjectTaskFault(sim.TaskFault{Type: "qmsnapshot", Warnings: 1})
+	if res, _ := call(t, c, ctx, ToolSnapshotCreate, map[string]any{"vmid": 101, "snapname": "warned", "wait": 30}); res.IsError {
+		t.Fatalf("a snapshot with warnings: %s", resultText(res))
+	}
+	h.sim.ClearFaults()
 	res, content := call(t, c, ctx, ToolClusterTasks, map[string]any{"failed": true})
 	checkOutput(t, schemas, ToolClusterTasks, res)
-	for _, tk := range content["data"].([]any) {
-		if st := tk.(map[string]any)["status"]; st == "OK" {
-			t.Errorf("failed tasks hold one that ended OK: %v", tk)
-		}
+	failed, _ := content["data"].([]any)
+	if len(failed) != 1 || failed[0].(map[string]any)["status"] != "job errors" {
+		t.Fatalf("failed tasks: %v, want the one failed backup", failed)
 	}
-	// A task's log, its node read from the UPID.
-	_, content = call(t, c, ctx, ToolClusterTasks, map[string]any{"type": "vzdump", "limit": 1})
-	up := content["data"].([]any)[0].(map[string]any)["upid"].(string)
+	// Its log, the node read from the UPID.
+	up := failed[0].(map[string]any)["upid"].(string)
 	res, content = call(t, c, ctx, ToolTaskLog, map[string]any{"upid": up})
 	checkOutput(t, schemas, ToolTaskLog, res)
-	if l, _ := content["data"].([]any); len(l) == 0 || res.IsError {
+	lines, _ := content["data"].([]any)
+	if res.IsError || len(lines) == 0 || !strings.Contains(fmt.Sprint(lines[len(lines)-1]), "job errors") {
 		t.Errorf("task log of %s: %s", up, resultText(res))
 	}
 	b, _ := json.Marshal(res)
@@ -457,6 +469,32 @@ func TestCuratedAnnotations(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Errorf("saw %d of the %d tools", seen, len(want))
+	}
+}
+
+// TestCuratedSchemasRefuseWrongShapes: the output schemas are not
+// vacuous: data of the wrong shape is refused.
+func TestCuratedSchemasRefuseWrongShapes(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("root")
+	schemas := outputSchemas(t, c, ctx)
+	for _, tc := range []struct {
+		tool   string
+		answer map[string]any
+	}{
+		{ToolNodeStatus, map[string]any{"data": "a string"}},
+		{ToolNodeStatus, map[string]any{"data": map[string]any{"memory": "lots"}}},
+		{ToolNodeStatus, map[string]any{"rrd": map[string]any{"points": "sixty"}}},
+		{ToolSnapshotList, map[string]any{"data": map[string]any{"name": "x"}}},
+		{ToolClusterTasks, map[string]any{"data": []any{"not a task"}}},
+		{ToolSnapshotCreate, map[string]any{"upid": 7}},
+		{ToolResources, map[string]any{"next_offset": "ten"}},
+	} {
+		b, _ := json.Marshal(tc.answer)
+		v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err := schemas[tc.tool].Validate(v); err == nil {
+			t.Errorf("%s's output schema admits %s", tc.tool, b)
+		}
 	}
 }
 

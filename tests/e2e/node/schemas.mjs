@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// schemas.mjs compiles the input schema of every tool in a tools/list with
+// schemas.mjs compiles the input and output schemas of every tool in a tools/list with
 // the two JSON Schema validators real MCP clients use, and prints one JSON
 // line with every schema either refused. The Go test
 // (tests/e2e_schemas_test.go) lists the tools of the real binary and judges
 // the result; this script judges nothing itself.
 //
-//   node schemas.mjs FILE     FILE: a JSON array of tools ({name, inputSchema})
+//   node schemas.mjs FILE     FILE: a JSON array of tools ({name, inputSchema, outputSchema})
 //
 // - Ajv 8 (draft 2020-12) in strict mode, as LangChain and n8n use it: every
 //   pattern is compiled with the `u` flag, and unknown keywords, keywords
@@ -36,8 +36,10 @@ function walk(s, visit) {
   for (const k of ["anyOf", "oneOf", "allOf", "prefixItems"]) walk(s[k], visit);
 }
 
-for (const tool of tools) {
-  const schema = tool.inputSchema;
+// Each tool's input schema, and its output schema when it has one (the
+// SDK validates structuredContent against it).
+for (const tool of tools.flatMap((t) => [{ name: t.name, schema: t.inputSchema }, ...(t.outputSchema ? [{ name: `${t.name} (outputSchema)`, schema: t.outputSchema }] : [])])) {
+  const schema = tool.schema;
   try {
     // A fresh instance per tool: the schemas have no $id, and a shared one
     // would keep every compiled function.
