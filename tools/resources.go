@@ -50,9 +50,12 @@ const journalResourceRows = 50
 const maxCompletions = 100
 
 // guestSummaryFields are the keys of a guest's status/current a guest
-// summary keeps (the whole answer is about 5 KB with block statistics).
-var guestSummaryFields = []string{"name", "vmid", "status", "qmpstatus", "cpu", "cpus", "mem", "maxmem", "disk", "maxdisk",
-	"swap", "maxswap", "uptime", "tags", "lock", "ha", "template", "netin", "netout"}
+// summary keeps (PVE's whole answer carries block statistics and balloon
+// details too).
+func guestSummaryFields() []string {
+	return []string{"name", "vmid", "status", "qmpstatus", "cpu", "cpus", "mem", "maxmem", "disk", "maxdisk",
+		"swap", "maxswap", "uptime", "tags", "lock", "ha", "template", "netin", "netout"}
+}
 
 // serveResources registers the resources, the templates and the
 // completion of their arguments (and of the prompt's) on the MCP server.
@@ -101,7 +104,7 @@ func (s *Server) resourceSet() ([]server.ServerResource, []server.ServerResource
 			mcp.WithTemplateMIMEType("application/json")), Handler: s.readNode},
 		{Template: mcp.NewResourceTemplate(TemplateGuest, "guest summary",
 			mcp.WithTemplateDescription("A VM's or container's status, wherever it runs (GET /nodes/{node}/qemu|lxc/{vmid}/status/current): "+
-				strings.Join(guestSummaryFields, ", ")+", with its node and type. VMIDs complete."),
+				strings.Join(guestSummaryFields(), ", ")+", with its node and type. VMIDs complete."),
 			mcp.WithTemplateMIMEType("application/json")), Handler: s.readGuest},
 		{Template: mcp.NewResourceTemplate(TemplateStorage, "storage summary",
 			mcp.WithTemplateDescription("A storage's status on a node (GET /nodes/{node}/storage/{storage}/status): type, content, total, used, avail, active, enabled, shared. Node and storage names complete."),
@@ -111,12 +114,19 @@ func (s *Server) resourceSet() ([]server.ServerResource, []server.ServerResource
 	return append(res, jr...), append(tpl, jt...)
 }
 
-// templateReads are the endpoints a template reads, which the caller's
-// policy must let it use for the template to be listed.
-var templateReads = map[string][][2]string{
-	TemplateNode:    {{"GET", "/nodes/{node}/status"}},
-	TemplateGuest:   {{"GET", "/cluster/resources"}, {"GET", "/nodes/{node}/qemu/{vmid}/status/current|/nodes/{node}/lxc/{vmid}/status/current"}},
-	TemplateStorage: {{"GET", "/nodes/{node}/storage/{storage}/status"}},
+// templateReads are the endpoints one of this file's templates reads,
+// which the caller's policy must let it use for the template to be
+// listed; ours is false for another template.
+func templateReads(uri string) (reads [][2]string, ours bool) {
+	switch uri {
+	case TemplateNode:
+		return [][2]string{{"GET", "/nodes/{node}/status"}}, true
+	case TemplateGuest:
+		return [][2]string{{"GET", "/cluster/resources"}, {"GET", "/nodes/{node}/qemu/{vmid}/status/current|/nodes/{node}/lxc/{vmid}/status/current"}}, true
+	case TemplateStorage:
+		return [][2]string{{"GET", "/nodes/{node}/storage/{storage}/status"}}, true
+	}
+	return nil, false
 }
 
 // filterResources leaves an unauthenticated caller no resources (mcp-go
@@ -147,7 +157,7 @@ func (s *Server) filterTemplates(ctx context.Context, _ any, _ *mcp.ListResource
 	computed := false
 	out := res.ResourceTemplates[:0:0]
 	for _, t := range res.ResourceTemplates {
-		reads, ours := templateReads[t.URITemplate.Raw()]
+		reads, ours := templateReads(t.URITemplate.Raw())
 		if !ours {
 			out = append(out, t)
 			continue
@@ -310,8 +320,8 @@ func (s *Server) readGuest(ctx context.Context, req mcp.ReadResourceRequest) ([]
 	if !ok {
 		return nil, &toolError{outcome: journal.OutcomeError, text: fmt.Sprintf("no VM or container %d is visible to your key", vmid)}
 	}
-	fields := make(map[string]bool, len(guestSummaryFields))
-	for _, f := range guestSummaryFields {
+	fields := map[string]bool{}
+	for _, f := range guestSummaryFields() {
 		fields[f] = true
 	}
 	path := pve.Path("nodes", g.node, g.kind, strconv.Itoa(vmid), "status", "current")
@@ -478,7 +488,7 @@ func viewOf(list []map[string]any) *clusterView {
 type completer struct{ s *Server }
 
 func (cp completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
-	if _, ours := templateReads[uri]; !ours {
+	if _, ours := templateReads(uri); !ours {
 		return &mcp.Completion{Values: []string{}}, nil
 	}
 	return cp.complete(ctx, arg, cc)

@@ -112,7 +112,7 @@ func TestResourcesListAndRead(t *testing.T) {
 				return "not the summary of CT 200 on pve1"
 			}
 			for k := range d {
-				if !slices.Contains(guestSummaryFields, k) && k != "node" && k != "type" {
+				if !slices.Contains(guestSummaryFields(), k) && k != "node" && k != "type" {
 					return "key " + k + " is not a summary field"
 				}
 			}
