@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,7 +157,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.keys, err = keys.Open(cfg.StateDir, keys.Options{Logger: d.log}); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	if d.verify, err = keys.NewVerifier(d.keys, keys.VerifierOptions{Logger: d.log, AfterHash: debug.FreeOSMemory}); err != nil {
+	if d.verify, err = keys.NewVerifier(d.keys, keys.VerifierOptions{Logger: d.log, AfterHash: afterHash}); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
 	d.lifecycle().Status("starting: opening the audit journal " + cfg.JournalPath())

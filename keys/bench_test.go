@@ -63,7 +63,7 @@ func BenchmarkVerifyCached(b *testing.B) {
 }
 
 // BenchmarkVerifyFirst: the first request with a key, one scrypt at the
-// default parameters (N=32768, r=8, p=1).
+// default parameters (DefaultParams).
 func BenchmarkVerifyFirst(b *testing.B) {
 	s, err := Open(b.TempDir(), Options{})
 	if err != nil {

@@ -98,7 +98,7 @@ func TestConcurrentWrongSecretsHashOnlyWithinTheBurst(t *testing.T) {
 		v := newVerifier(t, s, c, VerifierOptions{
 			FailureBurst:        1,
 			MaxConcurrentHashes: 32,
-			AfterHash:           func() { <-hashing }, // every hash holds its slot until all have tried
+			AfterHash:           func(int) { <-hashing }, // every hash holds its slot until all have tried
 		})
 		var wg sync.WaitGroup
 		var mu sync.Mutex

@@ -52,9 +52,17 @@ type Hash struct {
 // Params are scrypt's cost parameters.
 type Params struct{ N, R, P int }
 
-// DefaultParams returns the recommended interactive parameters, N=32768,
-// r=8, p=1: 32 MiB and about 175 ms of one core per hash.
-func DefaultParams() Params { return Params{N: 1 << 15, R: 8, P: 1} }
+// DefaultParams returns the parameters of new hashes, N=1024, r=8, p=1:
+// 1 MiB and 2–4 ms of one core per hash. A key's secret is 256 random
+// bits, which no guessing reaches whatever the hash costs, so scrypt's
+// memory-hard cost protects nothing here; what it costs is the daemon's:
+// 32 MiB at N=32768 for every first use of a key and every wrong secret.
+// Records keep their own parameters, so those hashed at N=32768 still
+// verify (docs/keys.md).
+func DefaultParams() Params { return Params{N: 1 << 10, R: 8, P: 1} }
+
+// Memory is the working memory of one hash, in bytes (128·N·r).
+func (p Params) Memory() int { return 128 * p.N * p.R }
 
 // The cap on the work a stored record can demand of a verification, so a
 // tampered or hostile keys.json cannot make each attempt cost seconds or

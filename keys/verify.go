@@ -43,7 +43,8 @@ type VerifierOptions struct {
 	// CacheSize bounds the number of cached verifications (4096).
 	CacheSize int
 	// MaxConcurrentHashes bounds the scrypt computations in flight (half the
-	// CPUs, at least 1); each takes 32 MiB at the default parameters.
+	// CPUs, at least 1); each takes 1 MiB at the default parameters, and up
+	// to 32 MiB for a record hashed at N=32768.
 	MaxConcurrentHashes int
 	// FailureRate and FailureBurst limit the wrong secrets for known keys
 	// from one source (1 per second after a burst of 10). A source is an
@@ -80,12 +81,13 @@ type VerifierOptions struct {
 	Rand io.Reader
 	// Logger receives refusals at debug level (slog.Default()).
 	Logger *slog.Logger
-	// AfterHash, when set, runs after each scrypt computation, still
-	// holding its slot. The daemon returns the hash's 32 MiB to the
-	// operating system there (debug.FreeOSMemory), so a burst of first
-	// verifications does not leave the process's resident size at several
-	// times that.
-	AfterHash func()
+	// AfterHash, when set, runs after each scrypt computation with the
+	// bytes of working memory it took (Params.Memory), still holding its
+	// slot. The daemon returns a large hash's memory to the operating
+	// system there (debug.FreeOSMemory), so a burst of first verifications
+	// of records hashed at N=32768 does not leave the process's resident
+	// size at several times 32 MiB.
+	AfterHash func(memory int)
 }
 
 // Verifier checks keys against a Store.
@@ -321,7 +323,7 @@ func (v *Verifier) hash(ctx context.Context, rec *Record, tok *Token) (bool, err
 	v.hashes.Add(1)
 	ok, err := rec.Hash.matches(tok.secret[:])
 	if v.opts.AfterHash != nil {
-		v.opts.AfterHash()
+		v.opts.AfterHash(Params{rec.Hash.N, rec.Hash.R, rec.Hash.P}.Memory())
 	}
 	<-v.sem
 	if err != nil {
