@@ -32,8 +32,9 @@ type callRequest struct {
 	confirm  string
 	dryRun   bool
 	// operationKey is the caller's key for a write; change the group it
-	// belongs to; undoOf the operation it undoes.
-	operationKey, change, undoOf string
+	// belongs to; undoOf the operation it undoes; retryOf the job it
+	// retries, cancelOf the job whose task it cancels.
+	operationKey, change, undoOf, retryOf, cancelOf string
 	// keepPlan keeps a dry run as a plan; applyPlan is the plan this call
 	// applies.
 	keepPlan  bool
@@ -283,8 +284,8 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 				return s.refuse(ctx, audit, journal.OutcomeDenied, "Plan "+req.applyPlan.id+" refused: "+err.Error())
 			}
 		}
-		if req.operationKey != "" || req.change != "" || req.undoOf != "" || req.applyPlan != nil || pr.movedFrom != "" {
-			audit.Detail = &journal.Detail{Change: req.change, UndoOf: req.undoOf}
+		if req.operationKey != "" || req.change != "" || req.undoOf != "" || req.retryOf != "" || req.cancelOf != "" || req.applyPlan != nil || pr.movedFrom != "" {
+			audit.Detail = &journal.Detail{Change: req.change, UndoOf: req.undoOf, RetryOf: req.retryOf, CancelOf: req.cancelOf}
 			if req.applyPlan != nil {
 				audit.Detail.Plan = req.applyPlan.id
 			}
@@ -336,8 +337,8 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 	}
 	summary := ""
 	if upid, ok := data.(string); ok && pve.IsUPID(upid) {
-		out.UPID, out.JobID = upid, upid
-		result["upid"] = upid
+		out.UPID, out.JobID = upid, callID
+		result["upid"], result["job"] = upid, callID
 		summary = fmt.Sprintf("%s %s started task %s.", ep.Method, p.Path, upid)
 		if req.wait > 0 {
 			task, werr := s.follow(ctx, client, upid, req.wait, req.progressToken)
@@ -388,6 +389,9 @@ func (s *Server) dispatch(ctx context.Context, c Caller, req callRequest, pr *pr
 	out.Duration = s.opts.Now().Sub(p.Time)
 	if err := s.finishAudit(ctx, audit, callID, out); err != nil {
 		return errorResult(fmt.Sprintf("%s %s was done, but the journal refused its receipt: %v", ep.Method, p.Path, err))
+	}
+	if out.UPID != "" {
+		s.jobFollowed(ctx, callID, upidTask(result["task"]))
 	}
 	if len(notes) > 0 {
 		result["notes"] = notes
