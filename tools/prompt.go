@@ -37,7 +37,7 @@ func (s *Server) onboardingExample(ctx context.Context, c Caller, args map[strin
 	if node == "" && vmid == "" {
 		return ex, nil
 	}
-	view, err := s.views.get(ctx, s, c, PromptOnboarding)
+	view, err := s.views.get(ctx, s, c, PromptOnboarding, false)
 	if err != nil {
 		return ex, err
 	}

@@ -312,7 +312,9 @@ func (s *Server) readGuest(ctx context.Context, req mcp.ReadResourceRequest) ([]
 	if err != nil || vmid < 100 || vmid > 999999999 {
 		return nil, &toolError{outcome: journal.OutcomeInvalid, text: fmt.Sprintf("argument vmid %q: want a VM or container ID, an integer from 100 to 999999999", raw)}
 	}
-	view, err := s.views.get(ctx, s, c, TemplateGuest)
+	// Read afresh, as proxmox_guest_status does: a guest that migrated a
+	// moment ago is read where it is now.
+	view, err := s.views.get(ctx, s, c, TemplateGuest, true)
 	if err != nil {
 		return nil, err
 	}
@@ -406,13 +408,14 @@ type viewEntry struct {
 }
 
 // get returns the caller's view, read again (journaled under tool) when
-// older than viewTTL. The read's row does not count as the row of the
-// request that needed it: that request is journaled on its own.
-func (vs *views) get(ctx context.Context, s *Server, c Caller, tool string) (*clusterView, error) {
+// fresh is set or it is older than viewTTL. The read's row does not count
+// as the row of the request that needed it: that request is journaled on
+// its own.
+func (vs *views) get(ctx context.Context, s *Server, c Caller, tool string, fresh bool) (*clusterView, error) {
 	k := viewKey{keyID: c.Principal.KeyID, binding: c.Binding, tier: c.Tier}
 	now := s.opts.Now()
 	vs.mu.Lock()
-	if e, ok := vs.m[k]; ok && now.Sub(e.at) < viewTTL && now.Sub(e.at) >= 0 {
+	if e, ok := vs.m[k]; ok && !fresh && now.Sub(e.at) < viewTTL && now.Sub(e.at) >= 0 {
 		vs.mu.Unlock()
 		return e.view, nil
 	}
@@ -510,7 +513,7 @@ func (cp completer) complete(ctx context.Context, arg mcp.CompleteArgument, cc m
 	if err != nil {
 		return nil, err
 	}
-	view, err := s.views.get(ctx, s, c, ToolCompletion)
+	view, err := s.views.get(ctx, s, c, ToolCompletion, false)
 	if err != nil {
 		return nil, fmt.Errorf("completion of %s: %w", arg.Name, err)
 	}

@@ -363,3 +363,24 @@ func TestCompletionBounded(t *testing.T) {
 		t.Errorf("prefix v14: %v, hasMore %v: want v140 to v149 and no more", got.Values, got.HasMore)
 	}
 }
+
+// A guest summary is read where the guest is now, even just after a
+// completion saw it on another node.
+func TestResourceGuestFollowsMigration(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	c, ctx := h.as("admin")
+	if got, err := complete(t, c, ctx, TemplateGuest, "vmid", "101", map[string]string{"node": "pve1"}); err != nil || !slices.Equal(got, []string{"101"}) {
+		t.Fatalf("101 on pve1: %v %v", got, err)
+	}
+	res, content := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/migrate", "params": map[string]any{"target": "pve2"}, "wait": float64(30)})
+	if res.IsError {
+		t.Fatalf("migrate: %s %v", text(res), content)
+	}
+	m, err := readResource(t, c, ctx, "proxmox://guests/101")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := m["data"].(map[string]any); d["node"] != "pve2" || m["path"] != "/nodes/pve2/qemu/101/status/current" {
+		t.Errorf("VM 101 after its migration: %v", m)
+	}
+}
