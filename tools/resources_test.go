@@ -83,10 +83,10 @@ func TestResourcesListAndRead(t *testing.T) {
 	h := newHarness(t, harnessOpts{journal: true})
 	c, ctx := h.as("read-only")
 	res, tpl := listed(t, c, ctx)
-	if want := []string{ResourceJournal, ResourceSchemaStatus}; !slices.Equal(res, want) {
+	if want := []string{ResourceJobs, ResourceJournal, ResourceSchemaStatus}; !slices.Equal(res, want) {
 		t.Errorf("resources %v, want %v", res, want)
 	}
-	if want := []string{TemplateGuest, TemplateNode, TemplateStorage}; !slices.Equal(tpl, want) {
+	if want := []string{TemplateGuest, TemplateJob, TemplateNode, TemplateStorage}; !slices.Equal(tpl, want) {
 		t.Errorf("templates %v, want %v", tpl, want)
 	}
 	cases := []struct {
