@@ -1324,6 +1324,49 @@ const apiSchema = [
      ]
     },
     {
+     "path":"/nodes/{node}/lxc/{vmid}/termproxy",
+     "text":"termproxy",
+     "leaf":1,
+     "info":{
+      "POST":{
+       "allowtoken":1,
+       "description":"Open a terminal proxy (xterm.js) to a container's console.",
+       "method":"POST",
+       "name":"termproxy",
+       "parameters":{"additionalProperties":0,"properties":{
+         "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+         "vmid":{"description":"Numeric ID of the guest.","format":"pve-vmid","maximum":999999999,"minimum":100,"type":"integer"}
+       }},
+       "permissions":{"check":["perm","/vms/{vmid}",["VM.Console"]]},
+       "protected":1,
+       "returns":{"additionalProperties":0,"properties":{"port":{"type":"integer"},"ticket":{"type":"string"},"upid":{"type":"string"},"user":{"type":"string"}}}
+      }
+     }
+    },
+    {
+     "path":"/nodes/{node}/lxc/{vmid}/vncproxy",
+     "text":"vncproxy",
+     "leaf":1,
+     "info":{
+      "POST":{
+       "allowtoken":1,
+       "description":"Open a VNC proxy to a container's console: a ticket and a port (and a password with websocket).",
+       "method":"POST",
+       "name":"vncproxy",
+       "parameters":{"additionalProperties":0,"properties":{
+         "height":{"description":"The console height in pixels.","maximum":2160,"minimum":16,"optional":1,"type":"integer"},
+         "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+         "vmid":{"description":"Numeric ID of the guest.","format":"pve-vmid","maximum":999999999,"minimum":100,"type":"integer"},
+         "websocket":{"description":"Prepare for a websocket upgrade (noVNC).","optional":1,"type":"boolean"},
+         "width":{"description":"The console width in pixels.","maximum":4096,"minimum":16,"optional":1,"type":"integer"}
+       }},
+       "permissions":{"check":["perm","/vms/{vmid}",["VM.Console"]]},
+       "protected":1,
+       "returns":{"additionalProperties":0,"properties":{"cert":{"type":"string"},"port":{"type":"integer"},"ticket":{"type":"string"},"upid":{"type":"string"},"user":{"type":"string"}}}
+      }
+     }
+    },
+    {
      "path":"/nodes/{node}/lxc/{vmid}/template",
      "text":"template",
      "leaf":1,
@@ -2722,6 +2765,49 @@ const apiSchema = [
      ]
     },
     {
+     "path":"/nodes/{node}/qemu/{vmid}/termproxy",
+     "text":"termproxy",
+     "leaf":1,
+     "info":{
+      "POST":{
+       "allowtoken":1,
+       "description":"Open a terminal proxy (xterm.js) to a virtual machine's serial console or display.",
+       "method":"POST",
+       "name":"termproxy",
+       "parameters":{"additionalProperties":0,"properties":{
+         "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+         "serial":{"description":"The serial port to open; the display when not given.","enum":["serial0","serial1","serial2","serial3"],"optional":1,"type":"string"},
+         "vmid":{"description":"Numeric ID of the guest.","format":"pve-vmid","maximum":999999999,"minimum":100,"type":"integer"}
+       }},
+       "permissions":{"check":["perm","/vms/{vmid}",["VM.Console"]]},
+       "protected":1,
+       "returns":{"additionalProperties":0,"properties":{"port":{"type":"integer"},"ticket":{"type":"string"},"upid":{"type":"string"},"user":{"type":"string"}}}
+      }
+     }
+    },
+    {
+     "path":"/nodes/{node}/qemu/{vmid}/vncproxy",
+     "text":"vncproxy",
+     "leaf":1,
+     "info":{
+      "POST":{
+       "allowtoken":1,
+       "description":"Open a VNC proxy to a virtual machine's display: a ticket, a port and a password for the VNC protocol.",
+       "method":"POST",
+       "name":"vncproxy",
+       "parameters":{"additionalProperties":0,"properties":{
+         "generate-password":{"default":0,"description":"Deprecated: a password is generated when one is needed.","optional":1,"type":"boolean"},
+         "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+         "vmid":{"description":"Numeric ID of the guest.","format":"pve-vmid","maximum":999999999,"minimum":100,"type":"integer"},
+         "websocket":{"description":"Prepare for a websocket upgrade (noVNC).","optional":1,"type":"boolean"}
+       }},
+       "permissions":{"check":["perm","/vms/{vmid}",["VM.Console"]]},
+       "protected":1,
+       "returns":{"additionalProperties":0,"properties":{"cert":{"type":"string"},"password":{"description":"Password used for authentication within the VNC protocol.","optional":1,"type":"string"},"port":{"type":"integer"},"ticket":{"type":"string"},"upid":{"type":"string"},"user":{"type":"string"}}}
+      }
+     }
+    },
+    {
      "path":"/nodes/{node}/qemu/{vmid}/template",
      "text":"template",
      "leaf":1,
@@ -3096,6 +3182,57 @@ const apiSchema = [
       }
      }
      ]
+    },
+    {
+     "path":"/nodes/{node}/storage/{storage}/download-url",
+     "text":"download-url",
+     "leaf":1,
+     "info":{
+      "POST":{
+       "allowtoken":1,
+       "description":"Download an ISO image, container template or importable image from a URL into a storage.",
+       "method":"POST",
+       "name":"download_url",
+       "parameters":{"additionalProperties":0,"properties":{
+         "checksum":{"description":"Checksum the downloaded file must have.","optional":1,"requires":"checksum-algorithm","type":"string"},
+         "checksum-algorithm":{"description":"The algorithm of the checksum.","enum":["md5","sha1","sha224","sha256","sha384","sha512"],"optional":1,"requires":"checksum","type":"string"},
+         "compression":{"description":"Decompress the downloaded file with this algorithm (gz, lzo, zst or bz2).","optional":1,"type":"string"},
+         "content":{"description":"What the file is: an ISO image, a container template or an importable image.","enum":["iso","vztmpl","import"],"format":"pve-storage-content","type":"string"},
+         "filename":{"description":"The name of the file to create (normalized).","maxLength":255,"type":"string"},
+         "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+         "storage":{"description":"Storage to download into.","format":"pve-storage-id","type":"string"},
+         "url":{"description":"Where to fetch the file (http or https).","pattern":"https?://.*","type":"string"},
+         "verify-certificates":{"default":1,"description":"If false, TLS certificates are not verified.","optional":1,"type":"boolean"}
+       }},
+       "permissions":{"check":["and",["perm","/storage/{storage}",["Datastore.AllocateTemplate"]],["or",["perm","/",["Sys.Audit","Sys.Modify"]],["perm","/nodes/{node}",["Sys.AccessNetwork"]]]],"description":"Needs Datastore.AllocateTemplate on the storage, and Sys.Audit with Sys.Modify on / or Sys.AccessNetwork on the node (the download probes the node's network)."},
+       "protected":1,
+       "proxyto":"node",
+       "returns":{"type":"string"}
+      }
+     }
+    },
+    {
+     "path":"/nodes/{node}/storage/{storage}/oci-registry-pull",
+     "text":"oci-registry-pull",
+     "leaf":1,
+     "info":{
+      "POST":{
+       "allowtoken":1,
+       "description":"Pull an OCI image from a registry into a storage as a container template.",
+       "method":"POST",
+       "name":"oci_registry_pull",
+       "parameters":{"additionalProperties":0,"properties":{
+         "filename":{"description":"The name of the template file (normalized).","maxLength":255,"minLength":1,"optional":1,"type":"string"},
+         "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"},
+         "reference":{"description":"Image to pull, such as docker.io/library/debian:13.","pattern":"^(?:(?:[a-zA-Z\\d]|[a-zA-Z\\d][a-zA-Z\\d-]*[a-zA-Z\\d])(?:\\.(?:[a-zA-Z\\d]|[a-zA-Z\\d][a-zA-Z\\d-]*[a-zA-Z\\d]))*(?::\\d+)?/)?[a-z\\d]+(?:(?:[._]|__|[-]*)[a-z\\d]+)*(?:/[a-z\\d]+(?:(?:[._]|__|[-]*)[a-z\\d]+)*)*:\\w[\\w.-]{0,127}$","type":"string"},
+         "storage":{"description":"Storage to download into.","format":"pve-storage-id","type":"string"}
+       }},
+       "permissions":{"check":["and",["perm","/storage/{storage}",["Datastore.AllocateTemplate"]],["perm","/nodes/{node}",["Sys.AccessNetwork"]]]},
+       "protected":1,
+       "proxyto":"node",
+       "returns":{"type":"string"}
+      }
+     }
     },
     {
      "path":"/nodes/{node}/storage/{storage}/status",

@@ -20,6 +20,7 @@ func (s *Sim) routes() map[string]handler {
 	s.storageRoutes(add)
 	s.diskRoutes(add)
 	s.monitorRoutes(add)
+	s.consoleRoutes(add)
 	return h
 }
 

@@ -208,6 +208,16 @@ func TestTierTokensOnEveryServedEndpoint(t *testing.T) {
 		{method: "GET", path: "/nodes/pve1/disks/list", ro: "ok", op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/disks/smart", args: v("disk", "/dev/sda"), ro: "ok", op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/rrddata", args: v("timeframe", "hour"), ro: "ok", op: "ok", ad: "ok"},
+		// qemu-server's and pve-container's vncproxy and termproxy: VM.Console.
+		{method: "POST", path: "/nodes/pve1/qemu/100/vncproxy", ro: denied("/vms/100, VM.Console"), op: denied("/vms/100, VM.Console"), ad: "ok"},
+		{method: "POST", path: "/nodes/pve1/qemu/100/termproxy", ro: denied("/vms/100, VM.Console"), op: denied("/vms/100, VM.Console"), ad: "ok"},
+		{method: "POST", path: "/nodes/pve2/lxc/201/vncproxy", ro: denied("/vms/201, VM.Console"), op: denied("/vms/201, VM.Console"), ad: "ok"},
+		{method: "POST", path: "/nodes/pve2/lxc/201/termproxy", ro: denied("/vms/201, VM.Console"), op: denied("/vms/201, VM.Console"), ad: "ok"},
+		// pve-storage's download-url and oci-registry-pull.
+		{method: "POST", path: "/nodes/pve1/storage/local/download-url", args: v("url", "https://example.com/d.iso", "content", "iso", "filename", "d.iso"),
+			ro: denied("/storage/local, Datastore.AllocateTemplate"), op: denied("/storage/local, Datastore.AllocateTemplate"), ad: "ok"},
+		{method: "POST", path: "/nodes/pve1/storage/local/oci-registry-pull", args: v("reference", "docker.io/library/debian:13"),
+			ro: denied("/storage/local, Datastore.AllocateTemplate"), op: denied("/storage/local, Datastore.AllocateTemplate"), ad: "ok"},
 		{method: "GET", path: "/cluster/ha/status/current", ro: "ok", op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/disks/lvm", ro: "ok", op: "ok", ad: "ok"},
 		{method: "GET", path: "/nodes/pve1/disks/lvmthin", ro: "ok", op: "ok", ad: "ok"},
