@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -165,7 +166,7 @@ func curatedSpecs() []*curated {
 			params: []string{"storage", "vmid"}, fixed: map[string]any{"content": "backup"}, controls: readList,
 			desc: "The backups on a storage of a node, of one guest with vmid: volid (give it to " + ToolBackupRestore + "), vmid, size, ctime, format, notes, protected, verification."},
 		{name: ToolBackupRestore, title: "Restore a backup", method: "POST", qemu: "/nodes/{node}/qemu", lxc: "/nodes/{node}/lxc",
-			params: []string{"storage", "force", "unique", "start", "pool", "bwlimit"}, controls: writeTask,
+			params: []string{"storage", "force", "unique", "start", "pool", "bwlimit", "unprivileged"}, controls: writeTask,
 			own: map[string]any{
 				"vmid":    map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999, "description": "The VM ID to restore to: a new one, or an existing guest's with force (which overwrites it)."},
 				"archive": map[string]any{"type": "string", "minLength": 1, "description": "The backup's volid, as " + ToolBackupList + " gives it (storage:backup/vzdump-qemu-... or vzdump-lxc-...); its name says whether it is a VM or a container."},
@@ -266,27 +267,29 @@ func (s *Server) curatedTools(reg *schema.Registry) []server.ServerTool {
 // finds a guest by VM ID, read the cluster's resources). known is false
 // for a tool not of this family.
 func (s *Server) curatedVisible(name string, v visibility) (show, known bool) {
-	for _, cs := range curatedSpecs() {
-		if cs.name != name {
-			continue
-		}
-		if cs.vmid && v["get_cluster_resources"] == nil {
-			return false, true
-		}
-		for _, p := range []string{cs.path, cs.qemu, cs.lxc} {
-			if p == "" {
-				continue
-			}
-			for _, ep := range v {
-				if ep.Method == cs.method && ep.Path == p {
-					return true, true
-				}
-			}
-		}
+	cs := curatedByName()[name]
+	if cs == nil {
+		return false, false
+	}
+	if cs.vmid && v["get_cluster_resources"] == nil {
 		return false, true
 	}
-	return false, false
+	for _, ep := range cs.endpoints(s.registry()) {
+		if v[ep.Tool] != nil {
+			return true, true
+		}
+	}
+	return false, true
 }
+
+// curatedByName is the table by tool name, made once: it is never changed.
+var curatedByName = sync.OnceValue(func() map[string]*curated {
+	out := map[string]*curated{}
+	for _, cs := range curatedSpecs() {
+		out[cs.name] = cs
+	}
+	return out
+})
 
 // tool is the MCP tool of a spec.
 func (cs *curated) tool(reg *schema.Registry, eps map[string]*schema.Endpoint) mcp.Tool {

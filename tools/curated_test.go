@@ -291,6 +291,24 @@ func TestCuratedTools(t *testing.T) {
 	upid(t, content)
 	b, _ = json.Marshal(res)
 	sizes[ToolBackupRestore] = len(b)
+	// A container's backup is restored as a container (ostemplate and
+	// restore on POST /nodes/{node}/lxc).
+	if res, _ := call(t, c, ctx, ToolBackupCreate, map[string]any{"vmid": 201, "storage": "backup", "wait": 60}); res.IsError {
+		t.Fatalf("backup of container 201: %s", resultText(res))
+	}
+	_, content = call(t, c, ctx, ToolBackupList, map[string]any{"node": "pve1", "storage": "backup", "vmid": 201})
+	volid = content["data"].([]any)[0].(map[string]any)["volid"].(string)
+	if !strings.Contains(volid, "vzdump-lxc-201-") {
+		t.Fatalf("container 201's backup: %s", volid)
+	}
+	res, content = call(t, c, ctx, ToolBackupRestore, map[string]any{"vmid": 211, "node": "pve1", "archive": volid, "storage": "local-lvm", "unprivileged": true, "wait": 60})
+	if res.IsError {
+		t.Fatalf("restore of a container: %s", resultText(res))
+	}
+	upid(t, content)
+	if _, content = call(t, c, ctx, ToolGuestConfig, map[string]any{"vmid": 211}); content["data"].(map[string]any)["rootfs"] == nil {
+		t.Errorf("restored container 211: %v", content)
+	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range sizes {
 			if !yield(k) {
@@ -539,5 +557,54 @@ func TestCuratedSchemasAdmitRealAnswers(t *testing.T) {
 		if err := schemas[tool].Validate(v); err != nil {
 			t.Errorf("%s as %s's answer: %v", file, tool, err)
 		}
+	}
+}
+
+// BenchmarkCuratedAnswers calls each curated read tool against the
+// simulator and reports the time of a call and the bytes of its answer
+// (the whole CallToolResult as JSON: B/answer; with the text part cut to
+// its summary line, the JSON given once in structuredContent:
+// B/answer-once).
+func BenchmarkCuratedAnswers(b *testing.B) {
+	h := newHarness(b, harnessOpts{})
+	c, ctx := h.as("admin")
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{ToolNodeStatus, map[string]any{"node": "pve1"}},
+		{ToolNodeDisks, map[string]any{"node": "pve1"}},
+		{ToolNodeDiskSmart, map[string]any{"node": "pve1", "disk": "/dev/sda"}},
+		{ToolNodeNetwork, map[string]any{"node": "pve1"}},
+		{ToolNodeJournal, map[string]any{"node": "pve1", "lastentries": 20}},
+		{ToolNodeSyslog, map[string]any{"node": "pve1", "limit": 20}},
+		{ToolNodeUpdates, map[string]any{"node": "pve1"}},
+		{ToolGuestConfig, map[string]any{"vmid": 100}},
+		{ToolGuestStatus, map[string]any{"vmid": 100}},
+		{ToolSnapshotList, map[string]any{"vmid": 100}},
+		{ToolBackupList, map[string]any{"node": "pve1", "storage": "backup"}},
+		{ToolClusterTasks, map[string]any{}},
+		{ToolClusterLog, map[string]any{"max": 20}},
+		{ToolHAStatus, map[string]any{}},
+		{ToolStorageContent, map[string]any{"node": "pve1", "storage": "local-lvm"}},
+		{ToolResources, map[string]any{"type": []any{"vm", "node"}}},
+	} {
+		b.Run(tc.tool, func(b *testing.B) {
+			var full, once int
+			for b.Loop() {
+				res, _ := call(b, c, ctx, tc.tool, tc.args)
+				if res.IsError {
+					b.Fatalf("%s: %s", tc.tool, resultText(res))
+				}
+				whole, _ := json.Marshal(res)
+				summary, _, _ := strings.Cut(resultText(res), "\n")
+				cut := *res
+				cut.Content = []mcp.Content{mcp.NewTextContent(summary)}
+				short, _ := json.Marshal(cut)
+				full, once = len(whole), len(short)
+			}
+			b.ReportMetric(float64(full), "B/answer")
+			b.ReportMetric(float64(once), "B/answer-once")
+		})
 	}
 }
