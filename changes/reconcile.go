@@ -234,6 +234,9 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 	}
 	if op.Receipt == nil {
 		res := f.receipt(v.Reason)
+		if res.UPID != "" {
+			res.JobID = op.ID() // the task's job is the operation (journal.Job)
+		}
 		ev, err := r.o.Ledger.Receipt(ctx, op.ID(), res)
 		if errors.Is(err, journal.ErrReceiptExists) {
 			v.Reason = "its receipt was written meanwhile; nothing was judged"
@@ -244,6 +247,7 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 		}
 		v.Rows, v.Closed, v.State = append(v.Rows, ev.ID), res.Outcome, string(res.Outcome)
 	}
+	r.noteJob(ctx, op, f, tool, now)
 	if f.running {
 		// A running task is PVE's own answer to come: no verdict yet.
 		v.Reason = "its task " + f.upid + " is still running; " + v.Reason
@@ -260,6 +264,41 @@ func (r *Reconciler) reconcile(ctx context.Context, op *Operation, req Request) 
 	v.Rows, v.State, v.Judged = append(v.Rows, ev.ID), f.state, true
 	r.o.Logger.Info("changes: operation reconciled", "operation", op.ID(), "state", f.state, "upid", f.upid, "reason", v.Reason)
 	return v, nil
+}
+
+// jobRecorder is a Ledger that keeps jobs (journal.Journal).
+type jobRecorder interface {
+	RecordJob(ctx context.Context, u journal.JobUpdate) (journal.Event, error)
+}
+
+// noteJob makes a write whose receipt names no task (its answer was lost)
+// the job of the task reconciliation found for it: a job row with the
+// task's UPID and state (journal.Job), unless one says so already.
+func (r *Reconciler) noteJob(ctx context.Context, op *Operation, f *finding, tool string, now time.Time) {
+	jr, ok := r.o.Ledger.(jobRecorder)
+	if !ok || f.upid == "" || op.Receipt == nil || op.Receipt.UPID != "" {
+		return
+	}
+	state := journal.JobOK
+	switch {
+	case f.running:
+		state = journal.JobRunning
+	case f.failed:
+		state = journal.JobFailed
+	}
+	evs, err := r.o.Ledger.CallEvents(ctx, op.ID())
+	if err != nil {
+		r.o.Logger.Warn("changes: the job of a reconciled operation", "operation", op.ID(), "err", err)
+		return
+	}
+	for _, ev := range evs {
+		if d, _ := ev.DetailOf(); ev.Kind == journal.KindJob && ev.UPID == f.upid && d.Job != nil && d.Job.State == state {
+			return
+		}
+	}
+	if _, err := jr.RecordJob(ctx, journal.JobUpdate{Time: now, Job: op.ID(), UPID: f.upid, State: state, Tool: tool}); err != nil {
+		r.o.Logger.Warn("changes: the job of a reconciled operation", "operation", op.ID(), "upid", f.upid, "err", err)
+	}
 }
 
 // Summary is what ReconcileOpen did.
@@ -364,7 +403,7 @@ func (f *finding) reason() string {
 
 // receipt is the receipt that closes an open intent.
 func (f *finding) receipt(reason string) journal.Result {
-	res := journal.Result{Outcome: journal.OutcomeUncertain, UPID: f.upid, JobID: f.upid,
+	res := journal.Result{Outcome: journal.OutcomeUncertain, UPID: f.upid,
 		Detail: &journal.Detail{Reason: reason, Evidence: f.evidence}}
 	switch {
 	case f.upid != "" && f.running:

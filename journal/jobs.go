@@ -11,8 +11,9 @@ import (
 )
 
 // Jobs. A job is an operation (a write's intent and receipt) whose receipt
-// names the PVE task it started (its UPID): the job's id is the
-// operation's call id. Its later states are job rows, written when the
+// names the PVE task it started (its UPID), or whose task was found later
+// (a job row names it: reconciliation found the task of a lost answer):
+// the job's id is the operation's call id. Its later states are job rows, written when the
 // daemon learns them from PVE (a wait saw the task end, a look at the task
 // found it ended, a cancel stopped it); a job is read back from its rows,
 // so it survives restarts, and a job whose task ended while the daemon was
@@ -161,7 +162,7 @@ var ErrNoJob = errors.New("journal: no job with this id")
 // jobOf reads a job from its rows (an operation's, oldest first).
 func jobOf(evs []Event) (Job, error) {
 	var jb Job
-	receipt := false
+	task := false
 	for _, ev := range evs {
 		switch ev.Kind {
 		case KindIntent:
@@ -176,7 +177,7 @@ func jobOf(evs []Event) (Job, error) {
 			if ev.UPID == "" {
 				continue
 			}
-			receipt = true
+			task = true
 			jb.UPID, jb.Seen = ev.UPID, ev.Time
 			switch ev.Outcome {
 			case OutcomeTaskFailed:
@@ -191,8 +192,12 @@ func jobOf(evs []Event) (Job, error) {
 			if err != nil {
 				return Job{}, err
 			}
-			if d.Job == nil {
+			if d.Job == nil || ev.UPID == "" {
 				continue
+			}
+			task = true
+			if jb.UPID == "" {
+				jb.UPID = ev.UPID
 			}
 			jb.State, jb.ExitStatus, jb.Seen = d.Job.State, d.Job.ExitStatus, ev.Time
 			if d.Job.Cancel != "" {
@@ -203,7 +208,7 @@ func jobOf(evs []Event) (Job, error) {
 		}
 		jb.Rows = append(jb.Rows, ev.ID)
 	}
-	if jb.ID == "" || !receipt {
+	if jb.ID == "" || !task {
 		return Job{}, ErrNoJob
 	}
 	return jb, nil
@@ -214,7 +219,7 @@ func jobOf(evs []Event) (Job, error) {
 func (j *Journal) Job(ctx context.Context, id string) (Job, error) {
 	callID := id
 	if strings.HasPrefix(id, "UPID:") {
-		err := j.r.QueryRowContext(ctx, `SELECT call_id FROM events WHERE upid = ? AND kind = 'receipt' ORDER BY id LIMIT 1`, id).Scan(&callID)
+		err := j.r.QueryRowContext(ctx, `SELECT call_id FROM events WHERE upid = ? AND kind IN ('receipt', 'job') ORDER BY id LIMIT 1`, id).Scan(&callID)
 		if err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return Job{}, ErrNoJob
@@ -243,7 +248,7 @@ func (j *Journal) Jobs(ctx context.Context, keyID string, n int) ([]Job, error) 
 		return nil, fmt.Errorf("%w: jobs: key id: required", ErrInvalid)
 	}
 	rows, err := j.r.QueryContext(ctx, `SELECT call_id FROM events INDEXED BY events_jobs
-		WHERE key_id = ? AND kind = 'receipt' AND upid <> '' ORDER BY id DESC LIMIT ?`, keyID, n)
+		WHERE key_id = ? AND kind IN ('receipt', 'job') AND upid <> '' GROUP BY call_id ORDER BY min(id) DESC LIMIT ?`, keyID, n)
 	if err != nil {
 		return nil, fmt.Errorf("journal: jobs: %w", err)
 	}

@@ -243,3 +243,27 @@ func TestMigrationFromVersion2AddsJobs(t *testing.T) {
 		t.Errorf("jobs after migration: %+v, %v", list, err)
 	}
 }
+
+// A write whose answer was lost (a receipt without a UPID) becomes a job
+// when its task is found later: the job row names the task.
+func TestJobOfALostAnswerFoundLater(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, Options{})
+	id := startJob(t, j, alice(), "", OutcomeUncertain)
+	if _, err := j.Job(ctx, id); !errors.Is(err, ErrNoJob) {
+		t.Fatalf("before the task is found: %v, want ErrNoJob", err)
+	}
+	if list, _ := j.Jobs(ctx, alice().KeyID, 5); len(list) != 0 {
+		t.Fatalf("jobs before the task is found: %+v", list)
+	}
+	if _, err := j.RecordJob(ctx, JobUpdate{Job: id, UPID: jobUPID, State: JobOK, Tool: "reconcile"}); err != nil {
+		t.Fatal(err)
+	}
+	jb, err := j.Job(ctx, jobUPID)
+	if err != nil || jb.ID != id || jb.State != JobOK || jb.UPID != jobUPID {
+		t.Fatalf("found by its UPID: %+v, %v", jb, err)
+	}
+	if list, err := j.Jobs(ctx, alice().KeyID, 5); err != nil || len(list) != 1 || list[0].ID != id {
+		t.Fatalf("jobs: %+v, %v", list, err)
+	}
+}

@@ -252,8 +252,8 @@ func migrate3(ctx context.Context, tx *sql.Tx) error {
 		`ALTER TABLE events_v3 RENAME TO events`,
 	}
 	stmts = append(stmts, again...)
-	// The receipts that name a task, per key, newest first: a key's jobs.
-	stmts = append(stmts, `CREATE INDEX events_jobs ON events (key_id, id) WHERE kind = 'receipt' AND upid <> ''`)
+	// The receipts and job rows that name a task, per key: a key's jobs.
+	stmts = append(stmts, `CREATE INDEX events_jobs ON events (key_id, id) WHERE kind IN ('receipt', 'job') AND upid <> ''`)
 	for _, s := range stmts {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return err

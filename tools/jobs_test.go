@@ -292,3 +292,32 @@ func TestJobResources(t *testing.T) {
 		}
 	}
 }
+
+// A write whose answer was lost is no job until reconciliation finds its
+// task in PVE's index; then it is one, with the task's state.
+func TestLostAnswerBecomesAJobWhenReconciled(t *testing.T) {
+	h := newHarness(t, harnessOpts{journal: true})
+	c, ctx := h.as("admin")
+	h.sim.InjectFault(sim.Fault{Method: "POST", Path: "/nodes/pve1/qemu/101/status/start", DropAfterApply: true, Times: 1})
+	if res, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/qemu/101/status/start"}); !res.IsError {
+		t.Fatalf("the lost answer: %s", text(res))
+	}
+	if _, list := call(t, c, ctx, ToolJobs, map[string]any{}); len(list["jobs"].([]any)) != 0 {
+		t.Fatalf("a job before its task is known: %v", list)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, out := call(t, c, ctx, ToolReconcile, map[string]any{})
+		list, _ := out["reconciled"].([]any)
+		if len(list) == 1 && list[0].(map[string]any)["judged"] == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not reconciled: %v", out)
+		}
+	}
+	_, list := call(t, c, ctx, ToolJobs, map[string]any{})
+	jobs := list["jobs"].([]any)
+	if len(jobs) != 1 || jobs[0].(map[string]any)["state"] != journal.JobOK || !strings.Contains(jobs[0].(map[string]any)["upid"].(string), ":qmstart:101:") {
+		t.Fatalf("the job after reconciliation: %v", list)
+	}
+}
