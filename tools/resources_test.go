@@ -353,14 +353,28 @@ func TestCompletionBounded(t *testing.T) {
 	c := Caller{Principal: policy.Principal{KeyID: "kro", Name: "ro", Transport: "loopback"}, Binding: policy.Binding{Profile: "read-only"}, Tier: TierReadOnly}
 	var cands []candidate
 	for i := range 150 {
-		cands = append(cands, candidate{fmt.Sprintf("v%03d", i), "/nodes/pve1/status"}, candidate{fmt.Sprintf("v%03d", i), "/nodes/pve2/status"})
+		v := fmt.Sprintf("v%03d", i)
+		cands = append(cands, candidate{v, fmt.Sprintf("/nodes/pve1/qemu/%d/status/current", 1000+i)}, candidate{v, fmt.Sprintf("/nodes/pve2/qemu/%d/status/current", 1000+i)})
 	}
-	got := h.srv.offer(t.Context(), c, cands, "v")
+	got := h.srv.offer(t.Context(), c, &decisions{}, cands, "v")
 	if len(got.Values) != maxCompletions || !got.HasMore || got.Values[0] != "v000" || got.Values[99] != "v099" {
 		t.Errorf("%d values (%v…), hasMore %v: want v000 to v099 and more", len(got.Values), got.Values[:min(3, len(got.Values))], got.HasMore)
 	}
-	if got := h.srv.offer(t.Context(), c, cands, "v14"); len(got.Values) != 10 || got.HasMore {
+	if got := h.srv.offer(t.Context(), c, &decisions{}, cands, "v14"); len(got.Values) != 10 || got.HasMore {
 		t.Errorf("prefix v14: %v, hasMore %v: want v140 to v149 and no more", got.Values, got.HasMore)
+	}
+	// A policy that refuses all 300 reads is asked about 100 at most per
+	// completion; the next completion goes on from where it stopped.
+	h.activate("deny-guests", denyList("count(input.targets.vmids) > 0"))
+	denied := Caller{Principal: c.Principal, Binding: policy.Binding{Policy: "deny-guests"}, Tier: TierAdmin}
+	var known decisions
+	for i, want := range []struct {
+		more bool
+		kept int
+	}{{true, 100}, {true, 200}, {false, 300}} {
+		if got := h.srv.offer(t.Context(), denied, &known, cands, "v"); len(got.Values) != 0 || got.HasMore != want.more || len(known.m) != want.kept {
+			t.Errorf("completion %d under a refusing policy: %v, hasMore %v, %d decisions kept; want none, %v, %d", i, got.Values, got.HasMore, len(known.m), want.more, want.kept)
+		}
 	}
 }
 
@@ -382,5 +396,40 @@ func TestResourceGuestFollowsMigration(t *testing.T) {
 	}
 	if d, _ := m["data"].(map[string]any); d["node"] != "pve2" || m["path"] != "/nodes/pve2/qemu/101/status/current" {
 		t.Errorf("VM 101 after its migration: %v", m)
+	}
+}
+
+// BenchmarkCompletionOffer is the cost of one completion of a VMID in a
+// cluster of 2000 guests, its view already read: the policy decisions of
+// the 100 values offered, of the 100 (the bound) a policy refuses, and a
+// completion whose decisions an earlier keystroke made.
+func BenchmarkCompletionOffer(b *testing.B) {
+	var cands []candidate
+	for i := range 2000 {
+		id := fmt.Sprint(1000 + i)
+		cands = append(cands, candidate{id, "/nodes/pve1/qemu/" + id + "/status/current"})
+	}
+	for _, bc := range []struct {
+		name, policy string
+		warm         bool
+		want         int
+	}{{"allowed", "", false, maxCompletions}, {"refused", "deny-all-guests", false, 0}, {"allowed-decided", "", true, maxCompletions}} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := newHarness(b, harnessOpts{})
+			c := Caller{Principal: policy.Principal{KeyID: "kro", Name: "ro", Transport: "loopback"}, Binding: policy.Binding{Profile: "read-only"}, Tier: TierReadOnly}
+			if bc.policy != "" {
+				h.activate(bc.policy, denyList("count(input.targets.vmids) > 0"))
+				c.Binding, c.Tier = policy.Binding{Policy: bc.policy}, TierAdmin
+			}
+			known := &decisions{}
+			for b.Loop() {
+				if !bc.warm {
+					known = &decisions{}
+				}
+				if got := h.srv.offer(b.Context(), c, known, cands, ""); len(got.Values) != bc.want || !got.HasMore {
+					b.Fatalf("%d values, hasMore %v", len(got.Values), got.HasMore)
+				}
+			}
+		})
 	}
 }
