@@ -140,6 +140,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		Observe: func(ev schema.Event) {
 			if ev.Kind == schema.EventReloaded && d.tools != nil {
 				d.tools.Refresh()
+				releaseStartGarbage()
 			}
 			d.observeSchema(ev)
 			d.observeSchemaMetrics(ev)
@@ -275,6 +276,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.tailnet != nil {
 		d.tailnet.start()
 	}
+	releaseStartGarbage()
 	// READY goes to systemd before Ready() answers, so that whoever waits
 	// on Ready() sees it said (the lifecycle test raced the two).
 	d.lifecycle().Ready(d.StatusLine())
