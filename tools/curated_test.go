@@ -177,6 +177,12 @@ func TestCuratedTools(t *testing.T) {
 				t.Errorf("snapshots %v", names)
 			}
 		}},
+		// VM 102 runs on pve2: its node (and kind) come from its VM ID.
+		{tool: ToolSnapshotList, args: map[string]any{"vmid": 102}, check: func(t *testing.T, content map[string]any) {
+			if content["path"] != "/nodes/pve2/qemu/102/snapshot" {
+				t.Errorf("snapshots of 102 read from %v, want /nodes/pve2/qemu/102/snapshot", content["path"])
+			}
+		}},
 		{tool: ToolSnapshotCreate, args: map[string]any{"vmid": 200, "snapname": "pre", "description": "before", "wait": 30}, check: upid},
 		{tool: ToolSnapshotRollback, args: map[string]any{"vmid": 200, "snapname": "pre", "wait": 30}, check: upid},
 		{tool: ToolSnapshotDelete, args: map[string]any{"vmid": 200, "snapname": "pre", "wait": 30}, check: upid},
@@ -406,6 +412,23 @@ func TestCuratedRefusals(t *testing.T) {
 			t.Errorf("%s %v: a write was sent before the refusal", tc.tool, tc.args)
 		}
 	}
+	// A write that goes through is journaled under the curated tool's
+	// name, with the endpoint and the concrete path, intent then receipt.
+	res, _ := call(t, c, ctx, ToolSnapshotCreate, map[string]any{"vmid": 100, "snapname": "kept"})
+	if res.IsError {
+		t.Fatal(resultText(res))
+	}
+	found := false
+	h.audit.mu.Lock()
+	for id, in := range h.audit.intents {
+		if in.Tool == ToolSnapshotCreate && in.Endpoint == "post_nodes_qemu_snapshot" && in.ConcretePath == "/nodes/pve1/qemu/100/snapshot" {
+			found = h.audit.receipts[id].Outcome == journal.OutcomeOK
+		}
+	}
+	h.audit.mu.Unlock()
+	if !found {
+		t.Errorf("no intent and receipt of %s on /nodes/pve1/qemu/100/snapshot", ToolSnapshotCreate)
+	}
 	// Nothing changed: no snapshot was taken by the refused calls.
 	_, content := call(t, c, ctx, ToolSnapshotList, map[string]any{"vmid": 100})
 	for _, snap := range content["data"].([]any) {
@@ -416,8 +439,9 @@ func TestCuratedRefusals(t *testing.T) {
 }
 
 // TestCuratedVisibility: a read-only key sees the curated reads and none
-// of the writes; an operator sees snapshots and backups but not config
-// changes it may not make.
+// of the writes; an operator sees snapshots and backups but not the
+// changes its profile never allows (configuration, restore, clone,
+// migrate, resize, template); an admin sees them all.
 func TestCuratedVisibility(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	reads := []string{ToolNodeStatus, ToolNodeDisks, ToolNodeNetwork, ToolGuestConfig, ToolSnapshotList, ToolBackupList, ToolClusterTasks, ToolTaskLog, ToolClusterLog, ToolHAStatus, ToolStorageContent}
@@ -438,6 +462,18 @@ func TestCuratedVisibility(t *testing.T) {
 	req.Params.Name, req.Params.Arguments = ToolSnapshotCreate, map[string]any{"vmid": 100, "snapname": "x"}
 	if res, err := ro.CallTool(rctx, req); err == nil && !res.IsError {
 		t.Errorf("read-only key called %s: %s", ToolSnapshotCreate, resultText(res))
+	}
+	op, octx := h.as("operator")
+	names = toolNames(t, op, octx)
+	for _, n := range []string{ToolSnapshotCreate, ToolSnapshotRollback, ToolBackupCreate, ToolGuestConfig} {
+		if !slices.Contains(names, n) {
+			t.Errorf("operator key does not see %s", n)
+		}
+	}
+	for _, n := range []string{ToolGuestConfigSet, ToolBackupRestore, ToolGuestClone, ToolGuestMigrate, ToolGuestResize, ToolGuestTemplate} {
+		if slices.Contains(names, n) {
+			t.Errorf("operator key sees %s, which its profile never allows", n)
+		}
 	}
 	admin, actx := h.as("admin")
 	names = toolNames(t, admin, actx)
