@@ -36,20 +36,26 @@ type curated struct {
 	path, qemu, lxc string
 	// vmid: the tool takes a VM ID and finds the guest's node (and kind)
 	// in the caller's view of /cluster/resources. node: it takes a node.
-	vmid, node bool
+	// target: the VM ID may be a new guest's (its node is given, or the
+	// existing guest's; prepare says the kind).
+	vmid, node, target bool
 	// params are the endpoint's parameters the tool takes as arguments.
 	params []string
 	// fixed are parameters the tool always sends.
 	fixed map[string]any
 	// controls are the control arguments (shapeProperties) it takes.
 	controls []string
-	// own are arguments of the tool's own, read by prepare.
-	own map[string]any
+	// own are arguments of the tool's own, read by prepare; required
+	// those of them that must be given.
+	own      map[string]any
+	required []string
 	// prepare reads the tool's own arguments into the call.
 	prepare func(a map[string]any, cc *curatedCall) error
-	// data, when set, is the schema of the answer's data (a tool that
-	// transforms PVE's answer); extra are further answer keys.
-	data, extra map[string]any
+	// extra are answer keys beside the envelope's.
+	extra map[string]any
+	// handler, when set, serves the tool instead of one call of its
+	// endpoint.
+	handler func(s *Server, cs *curated) server.ToolHandlerFunc
 	// idempotent, when set, overrides what the endpoints' methods say.
 	idempotent *bool
 }
@@ -111,7 +117,7 @@ func lxcPath(rest string) string  { return guestBase + "lxc/{vmid}" + rest }
 // curatedSpecs is the table of curated tools.
 func curatedSpecs() []*curated {
 	return []*curated{
-		{name: ToolNodeStatus, title: "Node status and health", method: "GET", path: "/nodes/{node}/status", node: true,
+		{name: ToolNodeStatus, title: "Node status and health", method: "GET", path: "/nodes/{node}/status", node: true, handler: (*Server).handleNodeStatus,
 			desc: "A node's status and health: uptime, cpu, loadavg, memory, swap, rootfs (total, used, free), cpuinfo, kversion, pveversion; " +
 				"and rrd, a summary of its RRD statistics over the timeframe (avg, max and last of cpu, iowait, loadavg, memused, memtotal, swapused, rootused, netin, netout, pressure*).",
 			own: map[string]any{
@@ -165,7 +171,7 @@ func curatedSpecs() []*curated {
 		{name: ToolBackupList, title: "Backups", method: "GET", path: "/nodes/{node}/storage/{storage}/content", node: true,
 			params: []string{"storage", "vmid"}, fixed: map[string]any{"content": "backup"}, controls: readList,
 			desc: "The backups on a storage of a node, of one guest with vmid: volid (give it to " + ToolBackupRestore + "), vmid, size, ctime, format, notes, protected, verification."},
-		{name: ToolBackupRestore, title: "Restore a backup", method: "POST", qemu: "/nodes/{node}/qemu", lxc: "/nodes/{node}/lxc",
+		{name: ToolBackupRestore, title: "Restore a backup", method: "POST", qemu: "/nodes/{node}/qemu", lxc: "/nodes/{node}/lxc", target: true, required: []string{"vmid", "archive"},
 			params: []string{"storage", "force", "unique", "start", "pool", "bwlimit", "unprivileged"}, controls: writeTask,
 			own: map[string]any{
 				"vmid":    map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999, "description": "The VM ID to restore to: a new one, or an existing guest's with force (which overwrites it)."},
@@ -254,8 +260,8 @@ func (s *Server) curatedTools(reg *schema.Registry) []server.ServerTool {
 			continue
 		}
 		handler := s.curatedHandler(cs)
-		if cs.name == ToolNodeStatus {
-			handler = s.handleNodeStatus(cs)
+		if cs.handler != nil {
+			handler = cs.handler(s, cs)
 		}
 		out = append(out, server.ServerTool{Tool: cs.tool(reg, eps), Handler: handler})
 	}
@@ -291,8 +297,9 @@ var curatedByName = sync.OnceValue(func() map[string]*curated {
 	return out
 })
 
-// tool is the MCP tool of a spec.
-func (cs *curated) tool(reg *schema.Registry, eps map[string]*schema.Endpoint) mcp.Tool {
+// tool is the MCP tool of a spec over its endpoints (the registry's, as
+// endpoints gives them).
+func (cs *curated) tool(_ *schema.Registry, eps map[string]*schema.Endpoint) mcp.Tool {
 	h := hints{readOnly: true, idempotent: true}
 	for _, ep := range eps {
 		eh := endpointHints(ep)
@@ -306,11 +313,7 @@ func (cs *curated) tool(reg *schema.Registry, eps map[string]*schema.Endpoint) m
 	}
 	in := cs.inputSchema(eps)
 	t := mcp.NewTool(cs.name, mcp.WithDescription(cs.desc), rawSchema(in), annotate(cs.title, h))
-	data := cs.data
-	if data == nil {
-		data = returnsSchema(eps)
-	}
-	t.RawOutputSchema = envelopeSchema(data, cs.extra)
+	t.RawOutputSchema = envelopeSchema(returnsSchema(eps), cs.extra)
 	return t
 }
 
@@ -360,9 +363,7 @@ func (cs *curated) inputSchema(eps map[string]*schema.Endpoint) map[string]any {
 	for k, v := range cs.own {
 		props[k] = v
 	}
-	if cs.name == ToolBackupRestore {
-		required = append(required, "vmid", "archive")
-	}
+	required = append(required, cs.required...)
 	shape := shapeProperties("")
 	for _, k := range cs.controls {
 		props[k] = shape[k]
@@ -474,7 +475,7 @@ func (s *Server) curatedHandler(cs *curated) server.ToolHandlerFunc {
 // endpoint's parameters, the tool's own and the control arguments.
 func (cs *curated) read(a map[string]any) (*curatedCall, error) {
 	cc := &curatedCall{params: map[string]any{}}
-	if cs.vmid || cs.name == ToolBackupRestore {
+	if cs.vmid || cs.target {
 		vmid, set, err := optInt(a, "vmid", 100, 999999999)
 		if err != nil {
 			return nil, err
@@ -525,13 +526,13 @@ func (cs *curated) read(a map[string]any) (*curatedCall, error) {
 // caller's own view of /cluster/resources.
 func (s *Server) resolve(ctx context.Context, c Caller, cs *curated, a map[string]any, cc *curatedCall) *mcp.CallToolResult {
 	switch {
-	case cs.name == ToolBackupRestore:
+	case cs.target:
 		if cc.node != "" {
 			return nil
 		}
 		n, _, bad := s.locateGuest(ctx, c, cs.name, cc.vmid)
 		if bad != nil {
-			bad.Content = []mcp.Content{mcp.NewTextContent(resultText(bad) + "\nargument node: is required to restore to a VM ID that no guest has.")}
+			bad.Content = []mcp.Content{mcp.NewTextContent(text(bad) + "\nargument node: is required to restore to a VM ID that no guest has.")}
 			return bad
 		}
 		cc.node = n
@@ -588,16 +589,6 @@ func prepareTaskLog(_ map[string]any, cc *curatedCall) error {
 	}
 	cc.node = u.Node
 	return nil
-}
-
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // request is the endpoint and the arguments of the call: the kind's
@@ -778,7 +769,7 @@ func (s *Server) handleNodeStatus(cs *curated) server.ToolHandlerFunc {
 			if rc, ok := rrd.StructuredContent.(map[string]any); ok && !rrd.IsError {
 				content["rrd"] = rc["data"]
 			} else {
-				content["rrd_error"] = resultText(rrd)
+				content["rrd_error"] = text(rrd)
 			}
 		}
 		return structured(fmt.Sprintf("Node %s: status and the RRD summary of the last %s.", cc.node, timeframe), content), nil

@@ -81,7 +81,7 @@ func checkOutput(t *testing.T, schemas map[string]*jsonschema.Schema, name strin
 		return
 	}
 	if res.StructuredContent == nil {
-		t.Fatalf("%s: an answer without structuredContent: %s", name, resultText(res))
+		t.Fatalf("%s: an answer without structuredContent: %s", name, text(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
@@ -236,7 +236,7 @@ func TestCuratedTools(t *testing.T) {
 	for _, k := range cases {
 		res, content := call(t, c, ctx, k.tool, k.args)
 		if res.IsError {
-			t.Errorf("%s %v: %s", k.tool, k.args, resultText(res))
+			t.Errorf("%s %v: %s", k.tool, k.args, text(res))
 			continue
 		}
 		checkOutput(t, schemas, k.tool, res)
@@ -256,18 +256,18 @@ func TestCuratedTools(t *testing.T) {
 	}
 	// A restore from an archive that does not exist is PVE's refusal.
 	res, _ := call(t, c, ctx, ToolBackupRestore, map[string]any{"vmid": 160, "node": "pve1", "archive": "backup:backup/vzdump-qemu-999-2026_01_01-00_00_00.vma.zst", "wait": 30})
-	if !res.IsError || !strings.Contains(resultText(res), "does not exist") {
-		t.Errorf("restore of a missing archive: %s", resultText(res))
+	if !res.IsError || !strings.Contains(text(res), "does not exist") {
+		t.Errorf("restore of a missing archive: %s", text(res))
 	}
 	// A backup that fails, one with warnings: failed keeps the first only.
 	h.sim.InjectTaskFault(sim.TaskFault{Type: "vzdump", Fail: "job errors"})
 	if res, _ := call(t, c, ctx, ToolBackupCreate, map[string]any{"vmid": 200, "storage": "backup", "wait": 60}); !res.IsError {
-		t.Fatalf("a failing backup: %s", resultText(res))
+		t.Fatalf("a failing backup: %s", text(res))
 	}
 	h.sim.ClearFaults()
 	h.sim.InjectTaskFault(sim.TaskFault{Type: "qmsnapshot", Warnings: 1})
 	if res, _ := call(t, c, ctx, ToolSnapshotCreate, map[string]any{"vmid": 101, "snapname": "warned", "wait": 30}); res.IsError {
-		t.Fatalf("a snapshot with warnings: %s", resultText(res))
+		t.Fatalf("a snapshot with warnings: %s", text(res))
 	}
 	h.sim.ClearFaults()
 	res, content := call(t, c, ctx, ToolClusterTasks, map[string]any{"failed": true})
@@ -282,7 +282,7 @@ func TestCuratedTools(t *testing.T) {
 	checkOutput(t, schemas, ToolTaskLog, res)
 	lines, _ := content["data"].([]any)
 	if res.IsError || len(lines) == 0 || !strings.Contains(fmt.Sprint(lines[len(lines)-1]), "job errors") {
-		t.Errorf("task log of %s: %s", up, resultText(res))
+		t.Errorf("task log of %s: %s", up, text(res))
 	}
 	b, _ := json.Marshal(res)
 	sizes[ToolTaskLog] = len(b)
@@ -291,7 +291,7 @@ func TestCuratedTools(t *testing.T) {
 	volid := content["data"].([]any)[0].(map[string]any)["volid"].(string)
 	res, content = call(t, c, ctx, ToolBackupRestore, map[string]any{"vmid": 170, "node": "pve1", "archive": volid, "storage": "local-lvm", "wait": 60})
 	if res.IsError {
-		t.Fatalf("restore: %s", resultText(res))
+		t.Fatalf("restore: %s", text(res))
 	}
 	checkOutput(t, schemas, ToolBackupRestore, res)
 	upid(t, content)
@@ -300,7 +300,7 @@ func TestCuratedTools(t *testing.T) {
 	// A container's backup is restored as a container (ostemplate and
 	// restore on POST /nodes/{node}/lxc).
 	if res, _ := call(t, c, ctx, ToolBackupCreate, map[string]any{"vmid": 201, "storage": "backup", "wait": 60}); res.IsError {
-		t.Fatalf("backup of container 201: %s", resultText(res))
+		t.Fatalf("backup of container 201: %s", text(res))
 	}
 	_, content = call(t, c, ctx, ToolBackupList, map[string]any{"node": "pve1", "storage": "backup", "vmid": 201})
 	volid = content["data"].([]any)[0].(map[string]any)["volid"].(string)
@@ -309,7 +309,7 @@ func TestCuratedTools(t *testing.T) {
 	}
 	res, content = call(t, c, ctx, ToolBackupRestore, map[string]any{"vmid": 211, "node": "pve1", "archive": volid, "storage": "local-lvm", "unprivileged": true, "wait": 60})
 	if res.IsError {
-		t.Fatalf("restore of a container: %s", resultText(res))
+		t.Fatalf("restore of a container: %s", text(res))
 	}
 	upid(t, content)
 	if _, content = call(t, c, ctx, ToolGuestConfig, map[string]any{"vmid": 211}); content["data"].(map[string]any)["rootfs"] == nil {
@@ -361,12 +361,12 @@ func TestCuratedAnswersMatchTheirSchemas(t *testing.T) {
 	res, content = call(t, op, octx, ToolSnapshotRollback, map[string]any{"vmid": 100, "snapname": "before-upgrade"})
 	checkOutput(t, opSchemas, ToolSnapshotRollback, res)
 	if content["status"] != "confirmation_required" || content["confirm"] == nil {
-		t.Fatalf("operator's rollback: %v %s", content, resultText(res))
+		t.Fatalf("operator's rollback: %v %s", content, text(res))
 	}
 	res, content = call(t, op, octx, ToolSnapshotRollback, map[string]any{"vmid": 100, "snapname": "before-upgrade", "confirm": content["confirm"], "wait": 30})
 	checkOutput(t, opSchemas, ToolSnapshotRollback, res)
 	if res.IsError || content["task"] == nil {
-		t.Errorf("confirmed rollback: %s", resultText(res))
+		t.Errorf("confirmed rollback: %s", text(res))
 	}
 }
 
@@ -400,8 +400,8 @@ func TestCuratedRefusals(t *testing.T) {
 		before := len(h.audit.outcomes())
 		intents := len(h.audit.intents)
 		res, _ := call(t, c, ctx, tc.tool, tc.args)
-		if !res.IsError || !strings.Contains(resultText(res), tc.want) {
-			t.Errorf("%s %v: %s, want an error with %q", tc.tool, tc.args, resultText(res), tc.want)
+		if !res.IsError || !strings.Contains(text(res), tc.want) {
+			t.Errorf("%s %v: %s, want an error with %q", tc.tool, tc.args, text(res), tc.want)
 			continue
 		}
 		outs := h.audit.outcomes()
@@ -416,7 +416,7 @@ func TestCuratedRefusals(t *testing.T) {
 	// name, with the endpoint and the concrete path, intent then receipt.
 	res, _ := call(t, c, ctx, ToolSnapshotCreate, map[string]any{"vmid": 100, "snapname": "kept"})
 	if res.IsError {
-		t.Fatal(resultText(res))
+		t.Fatal(text(res))
 	}
 	found := false
 	h.audit.mu.Lock()
@@ -461,7 +461,7 @@ func TestCuratedVisibility(t *testing.T) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = ToolSnapshotCreate, map[string]any{"vmid": 100, "snapname": "x"}
 	if res, err := ro.CallTool(rctx, req); err == nil && !res.IsError {
-		t.Errorf("read-only key called %s: %s", ToolSnapshotCreate, resultText(res))
+		t.Errorf("read-only key called %s: %s", ToolSnapshotCreate, text(res))
 	}
 	op, octx := h.as("operator")
 	names = toolNames(t, op, octx)
@@ -630,10 +630,10 @@ func BenchmarkCuratedAnswers(b *testing.B) {
 			for b.Loop() {
 				res, _ := call(b, c, ctx, tc.tool, tc.args)
 				if res.IsError {
-					b.Fatalf("%s: %s", tc.tool, resultText(res))
+					b.Fatalf("%s: %s", tc.tool, text(res))
 				}
 				whole, _ := json.Marshal(res)
-				summary, _, _ := strings.Cut(resultText(res), "\n")
+				summary, _, _ := strings.Cut(text(res), "\n")
 				cut := *res
 				cut.Content = []mcp.Content{mcp.NewTextContent(summary)}
 				short, _ := json.Marshal(cut)
