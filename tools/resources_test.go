@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -180,6 +182,8 @@ func TestResourceJournalIsTheCallersOwn(t *testing.T) {
 // with what it typed, narrowed by the node already chosen.
 func TestCompletion(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
+	var ahead atomic.Int64 // how far the server's clock is moved on
+	h.srv.opts.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	c, ctx := h.as("read-only")
 	cases := []struct {
 		name, uri, arg, value string
@@ -208,6 +212,24 @@ func TestCompletion(t *testing.T) {
 				t.Errorf("completion of %s %q: %v, want %v", tc.arg, tc.value, got, tc.want)
 			}
 		})
+	}
+	// The view behind them all was read once, as the caller, journaled.
+	var reads []recorded
+	for _, r := range h.audit.records {
+		if r.call.Tool == ToolCompletion {
+			reads = append(reads, r)
+		}
+	}
+	if len(reads) != 1 || reads[0].call.ConcretePath != "/cluster/resources" || reads[0].call.Decision.Effect != policy.Allow || reads[0].out.Outcome != journal.OutcomeOK {
+		t.Errorf("completion's reads %+v, want one allowed read of /cluster/resources", reads)
+	}
+	// Past its ten seconds the view is read again.
+	ahead.Store(int64(viewTTL))
+	if _, err := complete(t, c, ctx, TemplateNode, "node", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.audit.records); h.audit.records[n-1].call.Tool != ToolCompletion {
+		t.Errorf("a view older than %v was not read again", viewTTL)
 	}
 }
 
