@@ -20,6 +20,7 @@ import (
 
 	"github.com/proxmox-mcp/proxmox-mcp/changes"
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
+	"github.com/proxmox-mcp/proxmox-mcp/plan"
 	"github.com/proxmox-mcp/proxmox-mcp/policy"
 	"github.com/proxmox-mcp/proxmox-mcp/pve"
 	"github.com/proxmox-mcp/proxmox-mcp/pve/sim"
@@ -205,6 +206,12 @@ type harnessOpts struct {
 	host HostOptions
 	// answerText is the form of answers' text.
 	answerText AnswerText
+	// logger receives the server's and the journal's logs (discarded
+	// when nil); journalDir, when set, is where the journal's files go.
+	logger     *slog.Logger
+	journalDir string
+	// resolver resolves the hosts of downloads (the system's when nil).
+	resolver plan.Resolver
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -248,7 +255,14 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	var reconciler Reconciler
 	tiers := &simTiers{t: t, sim: s, url: ts.URL + sim.APIPrefix, fp: pve.Fingerprint(ts.Certificate().Raw), clients: map[Tier]*pve.Client{}}
 	if o.journal {
-		j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), journal.Options{Logger: slog.New(slog.DiscardHandler)})
+		dir, jlog := o.journalDir, o.logger
+		if dir == "" {
+			dir = t.TempDir()
+		}
+		if jlog == nil {
+			jlog = slog.New(slog.DiscardHandler)
+		}
+		j, err := journal.Open(context.Background(), filepath.Join(dir, "journal.db"), journal.Options{Logger: jlog})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,6 +284,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		Registry: staticRegistry{reg}, Policy: engine, Audit: auditor, Ledger: ledger, Reconciler: reconciler, Guard: openGuard{},
 		PVE:      tiers,
 		Switches: sw, Limits: o.limits, AnswerText: o.answerText, ConfirmKey: key, Extra: o.extra, Protected: o.protected, Host: o.host,
+		Logger: o.logger, Resolver: o.resolver,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -124,6 +124,9 @@ type Options struct {
 	ConfirmKey []byte
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Resolver resolves the hosts a call makes PVE fetch from, for the
+	// policy's input.outside (plan.Options.Resolver); the system's when nil.
+	Resolver plan.Resolver
 	// Host reaches the root helper for the host tools; without a helper
 	// they are not served.
 	Host HostOptions
@@ -228,7 +231,7 @@ func New(opts Options) (*Server, error) {
 	s.plans = newPlans(opts.Now, opts.PlanTTL)
 	s.protected = opts.Protected
 	if s.planner, err = plan.New(plan.Options{Registry: s.registry, Guard: opts.Guard, Policy: opts.Policy, Switches: s.currentSwitches,
-		Protected: s.protectedReasons, Now: opts.Now}); err != nil {
+		Protected: s.protectedReasons, Now: opts.Now, Resolver: opts.Resolver}); err != nil {
 		return nil, err
 	}
 	for _, t := range s.catalog(opts.Registry.Current()) {
