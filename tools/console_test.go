@@ -200,6 +200,12 @@ func TestStorageDownloadRefusesPrivateTargets(t *testing.T) {
 			t.Errorf("%s %s: %s", tc.tool, tc.value, got)
 		}
 	}
+	// The check is the call plan's: the generic call tool is refused too.
+	r, _ := call(t, c, ctx, ToolCall, map[string]any{"method": "POST", "path": "/nodes/pve1/storage/local/download-url",
+		"params": map[string]any{"url": "http://[::1]:8006/x.iso", "content": "iso", "filename": "x.iso"}})
+	if !r.IsError || !strings.Contains(text(r), "url http://[::1]:8006/x.iso (host ::1, loopback)") {
+		t.Errorf("proxmox_api_call to a loopback URL: %s", text(r))
+	}
 	if n := h.sim.Writes(); n != writes {
 		t.Fatalf("refused downloads sent %d writes to PVE", n-writes)
 	}
@@ -209,8 +215,8 @@ func TestStorageDownloadRefusesPrivateTargets(t *testing.T) {
 			denied++
 		}
 	}
-	if denied != 9 {
-		t.Errorf("%d refusals journaled as denied, want 9", denied)
+	if denied != 10 {
+		t.Errorf("%d refusals journaled as denied, want 10", denied)
 	}
 	r, content := call(t, c, ctx, ToolStorageDownload, map[string]any{"node": "pve1", "storage": "local", "content": "iso",
 		"url": "https://mirror.example/debian-13.2.0-amd64-netinst.iso"})
