@@ -87,7 +87,7 @@ func TestServeSpeaksSystemdNotify(t *testing.T) {
 	stderr := p.stderr.String
 
 	ready := m.await(t, regexp.MustCompile(`^READY=1\n`), 30*time.Second, stderr)
-	want := regexp.MustCompile(`^READY=1\nSTATUS=serving 116 PVE API endpoints; listeners: loopback ` + regexp.QuoteMeta(addr) + `, metrics 127\.0\.0\.1:\d+$`)
+	want := regexp.MustCompile(`^READY=1\nSTATUS=serving 117 PVE API endpoints; listeners: loopback ` + regexp.QuoteMeta(addr) + `, metrics 127\.0\.0\.1:\d+$`)
 	if !want.MatchString(ready) {
 		t.Errorf("ready message %q, want %s", ready, want)
 	}
@@ -98,7 +98,7 @@ func TestServeSpeaksSystemdNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.await(t, regexp.MustCompile(`^RELOADING=1\nMONOTONIC_USEC=\d+\nSTATUS=reloading apidoc.js and the configuration$`), 10*time.Second, stderr)
-	m.await(t, regexp.MustCompile(`^READY=1\nSTATUS=serving 116 PVE API endpoints`), 10*time.Second, stderr)
+	m.await(t, regexp.MustCompile(`^READY=1\nSTATUS=serving 117 PVE API endpoints`), 10*time.Second, stderr)
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

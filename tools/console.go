@@ -20,6 +20,7 @@ import (
 const (
 	ToolGuestVNC        = "proxmox_guest_vnc"
 	ToolGuestTerminal   = "proxmox_guest_terminal"
+	ToolNodeTerminal    = "proxmox_node_terminal"
 	ToolStorageDownload = "proxmox_storage_download"
 	ToolStorageOCIPull  = "proxmox_storage_oci_pull"
 )
@@ -47,6 +48,10 @@ func consoleSpecs() []*curated {
 			prepare: prepareConsole,
 			desc: "Open a terminal proxy (xterm.js) to a guest's console or a VM's serial port (node found from the VM ID): data has ticket, port, " +
 				"user, upid, websocket_path (add vncticket=<ticket, URL-encoded>). Shown to you only: the journal keeps the call, not the answer."},
+		{name: ToolNodeTerminal, title: "Node terminal ticket", method: "POST", path: "/nodes/{node}/termproxy", node: true,
+			controls: []string{"confirm", "dry_run"}, prepare: prepareConsole,
+			desc: "Open a terminal proxy (xterm.js) to a node: data has ticket, port, user, upid, websocket_path (add vncticket=<ticket, URL-encoded>). " +
+				"PVE gives an API token a login prompt (the host's credentials), never a shell. Shown to you only: the journal keeps the call, not the answer."},
 		{name: ToolStorageDownload, title: "Download into a storage", method: "POST", path: "/nodes/{node}/storage/{storage}/download-url", node: true,
 			params:   []string{"storage", "url", "content", "filename", "checksum", "checksum-algorithm", "compression", "verify-certificates"},
 			controls: downloadControls, prepare: prepareDownload,
@@ -120,19 +125,22 @@ func withOptional(t mcp.Tool, names ...string) mcp.Tool {
 }
 
 // prepareConsole adds to the answer the path of the proxy's websocket:
-// PVE's vncwebsocket of the guest with the proxy's port (the client adds
+// PVE's vncwebsocket of the guest (or node) with the proxy's port (the client adds
 // the ticket, which is not repeated in it).
 func prepareConsole(_ map[string]any, cc *curatedCall) error {
 	cc.transform = func(data any) any {
 		m, ok := data.(map[string]any)
-		if !ok || cc.node == "" || cc.kind == "" {
+		if !ok || cc.node == "" {
 			return data
 		}
 		port, ok := scalarText(m["port"])
 		if !ok {
 			return data
 		}
-		ws := pve.Path("nodes", cc.node, cc.kind, fmt.Sprint(cc.vmid), "vncwebsocket")
+		ws := pve.Path("nodes", cc.node, "vncwebsocket") // a node's
+		if cc.kind != "" {
+			ws = pve.Path("nodes", cc.node, cc.kind, fmt.Sprint(cc.vmid), "vncwebsocket")
+		}
 		out := make(map[string]any, len(m)+1)
 		for k, v := range m {
 			out[k] = v

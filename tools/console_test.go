@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -58,6 +59,15 @@ func TestConsoleTicketNeverReachesJournalOrLogs(t *testing.T) {
 			secrets = append(secrets, pw)
 		}
 	}
+	rc, rctx := h.as("root")
+	res, content := call(t, rc, rctx, ToolNodeTerminal, map[string]any{"node": "pve2"})
+	data, _ := content["data"].(map[string]any)
+	ticket, _ := data["ticket"].(string)
+	if res.IsError || !strings.HasPrefix(ticket, "PVEVNC:") {
+		t.Fatalf("root's node terminal: %s", text(res))
+	}
+	_, sig, _ := strings.Cut(ticket, "::")
+	secrets = append(secrets, ticket, sig)
 	if err := h.journal.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +83,7 @@ func TestConsoleTicketNeverReachesJournalOrLogs(t *testing.T) {
 		}
 		disk = append(disk, b...)
 	}
-	for _, name := range []string{ToolGuestVNC, ToolGuestTerminal, "/nodes/pve1/qemu/100/vncproxy", "/nodes/pve2/lxc/201/termproxy"} {
+	for _, name := range []string{ToolGuestVNC, ToolGuestTerminal, ToolNodeTerminal, "/nodes/pve1/qemu/100/vncproxy", "/nodes/pve2/lxc/201/termproxy", "/nodes/pve2/termproxy"} {
 		if !bytes.Contains(disk, []byte(name)) {
 			t.Errorf("the journal on disk does not record %s: the check below would prove nothing", name)
 		}
@@ -108,9 +118,19 @@ func TestConsoleVisibilityAndAnswers(t *testing.T) {
 			t.Errorf("admin does not see %s", n)
 		}
 	}
+	if slices.Contains(names, ToolNodeTerminal) {
+		t.Error("admin sees the node terminal, which the admin profile refuses (a host shell)")
+	}
+	rc, rctx := h.as("root")
+	res, content := call(t, rc, rctx, ToolNodeTerminal, map[string]any{"node": "pve1"})
+	data, _ := content["data"].(map[string]any)
+	if res.IsError || data["ticket"] == nil || data["websocket_path"] != "/api2/json/nodes/pve1/vncwebsocket?port="+fmt.Sprint(data["port"]) {
+		t.Fatalf("root's node terminal: %s", text(res))
+	}
+	checkOutput(t, outputSchemas(t, rc, rctx), ToolNodeTerminal, res)
 	schemas := outputSchemas(t, c, ctx)
 	writes := h.sim.Writes()
-	res, content := call(t, c, ctx, ToolGuestVNC, map[string]any{"vmid": 100, "dry_run": true})
+	res, content = call(t, c, ctx, ToolGuestVNC, map[string]any{"vmid": 100, "dry_run": true})
 	if res.IsError || content["dry_run"] != true {
 		t.Fatalf("dry run: %s", text(res))
 	}

@@ -31,6 +31,7 @@ func (s *Sim) consoleRoutes(add func(string, handler)) {
 		add("POST "+item+"/vncproxy", s.vncProxy(kind))
 		add("POST "+item+"/termproxy", s.termProxy(kind))
 	}
+	add("POST /nodes/{node}/termproxy", s.nodeTermProxy)
 	add("POST /nodes/{node}/storage/{storage}/download-url", s.downloadURL)
 	add("POST /nodes/{node}/storage/{storage}/oci-registry-pull", s.ociPull)
 }
@@ -40,7 +41,7 @@ func (s *Sim) consoleRoutes(add func(string, handler)) {
 func (r *request) vncPort(nodeName string) int {
 	used := map[string]bool{}
 	for _, t := range r.sim.st.tasks {
-		if t.running() && t.upid.Node == nodeName && (t.upid.Type == "vncproxy" || t.upid.Type == "termproxy") {
+		if t.running() && t.upid.Node == nodeName && (t.upid.Type == "vncproxy" || t.upid.Type == "vncshell") {
 			for _, line := range t.log {
 				if p, ok := strings.CutPrefix(line, "listening on port "); ok {
 					used[p] = true
@@ -119,6 +120,22 @@ func (s *Sim) termProxy(kind string) handler {
 		port := r.vncPort(g.node)
 		return map[string]any{"user": r.who.tokenid, "ticket": r.vncTicket(), "port": port, "upid": r.consoleTask(g, "vncproxy", port)}, nil
 	}
+}
+
+// nodeTermProxy is POST /nodes/{node}/termproxy: a terminal on the node,
+// its ticket bound to /nodes/{node}. get_shell_command runs the command
+// asked for only for root@pam; anyone else, every API token included, gets
+// /bin/login (a login prompt asking for the host's credentials).
+func (s *Sim) nodeTermProxy(r *request) (any, error) {
+	nodeName := r.str("node")
+	port := r.vncPort(nodeName)
+	shell := "/bin/login"
+	if r.who.isRoot() {
+		shell = "/bin/login -f root"
+	}
+	upid := r.startTask(nodeName, "vncshell", "", durConsole, []string{"listening on port " + strconv.Itoa(port), "running " + shell},
+		func() error { return fmt.Errorf("connection timed out") })
+	return map[string]any{"user": r.who.tokenid, "ticket": r.vncTicket(), "port": port, "upid": upid}, nil
 }
 
 // simRootCA stands for /etc/pve/pve-root-ca.pem, which vncproxy returns

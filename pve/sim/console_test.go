@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -102,5 +103,22 @@ func TestDownloadURL(t *testing.T) {
 	st := e.do("mcp@pve!admin", "GET", "/nodes/pve1/tasks/"+upid+"/status", v())
 	if !strings.Contains(string(st.data), "refusing to override existing file") {
 		t.Errorf("a second download of the same name: %s", st.data)
+	}
+}
+
+// A node's terminal is a login prompt for an API token: get_shell_command
+// runs a shell directly only for root@pam.
+func TestNodeTermProxy(t *testing.T) {
+	e := newPermEnv(t)
+	a := e.do("mcp@pve!admin", "POST", "/nodes/pve1/termproxy", v())
+	var got map[string]any
+	json.Unmarshal(a.data, &got) //nolint:errcheck // checked below
+	upid, _ := got["upid"].(string)
+	if a.String() != "ok" || !reVNCTicket.MatchString(fmt.Sprint(got["ticket"])) || !strings.Contains(upid, ":vncshell::") {
+		t.Fatalf("%s %v", a, got)
+	}
+	log := e.do("mcp@pve!admin", "GET", "/nodes/pve1/tasks/"+upid+"/log", v())
+	if !strings.Contains(string(log.data), "running /bin/login") || strings.Contains(string(log.data), "-f root") {
+		t.Errorf("a token's terminal: %s", log.data)
 	}
 }

@@ -3434,6 +3434,27 @@ const apiSchema = [
    ]
   },
   {
+   "path":"/nodes/{node}/termproxy",
+   "text":"termproxy",
+   "leaf":1,
+   "info":{
+    "POST":{
+     "allowtoken":1,
+     "description":"Open a terminal proxy (xterm.js) to a node's shell; an API token gets a login prompt.",
+     "method":"POST",
+     "name":"termproxy",
+     "parameters":{"additionalProperties":0,"properties":{
+       "cmd":{"default":"login","description":"What to run instead of a login (root@pam only).","enum":["ceph_install","login","upgrade"],"optional":1,"type":"string"},
+       "cmd-opts":{"default":"","description":"Arguments of cmd, each ended by a NUL character.","optional":1,"requires":"cmd","type":"string"},
+       "node":{"description":"Name of the cluster node.","format":"pve-node","type":"string"}
+     }},
+     "permissions":{"check":["perm","/nodes/{node}",["Sys.Console"]]},
+     "protected":1,
+     "returns":{"additionalProperties":0,"properties":{"port":{"description":"Where the proxy listens.","type":"integer"},"ticket":{"description":"Ticket the websocket connection presents.","type":"string"},"upid":{"description":"The proxy's worker task.","type":"string"},"user":{"description":"Who the ticket was made for.","type":"string"}}}
+    }
+   }
+  },
+  {
    "path":"/nodes/{node}/version",
    "text":"version",
    "leaf":1,

@@ -213,6 +213,8 @@ func TestTierTokensOnEveryServedEndpoint(t *testing.T) {
 		{method: "POST", path: "/nodes/pve1/qemu/100/termproxy", ro: denied("/vms/100, VM.Console"), op: denied("/vms/100, VM.Console"), ad: "ok"},
 		{method: "POST", path: "/nodes/pve2/lxc/201/vncproxy", ro: denied("/vms/201, VM.Console"), op: denied("/vms/201, VM.Console"), ad: "ok"},
 		{method: "POST", path: "/nodes/pve2/lxc/201/termproxy", ro: denied("/vms/201, VM.Console"), op: denied("/vms/201, VM.Console"), ad: "ok"},
+		// pve-manager's node termproxy: Sys.Console on the node.
+		{method: "POST", path: "/nodes/pve1/termproxy", ro: denied("/nodes/pve1, Sys.Console"), op: denied("/nodes/pve1, Sys.Console"), ad: "ok"},
 		// pve-storage's download-url and oci-registry-pull.
 		{method: "POST", path: "/nodes/pve1/storage/local/download-url", args: v("url", "https://example.com/d.iso", "content", "iso", "filename", "d.iso"),
 			ro: denied("/storage/local, Datastore.AllocateTemplate"), op: denied("/storage/local, Datastore.AllocateTemplate"), ad: "ok"},
