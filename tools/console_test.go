@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/proxmox-mcp/proxmox-mcp/journal"
 )
@@ -214,6 +218,7 @@ func TestStorageDownloadRefusesPrivateTargets(t *testing.T) {
 			args["content"] = "iso"
 		}
 		r, content := call(t, c, ctx, tc.tool, args)
+		checkRefusalOutput(t, schemas, tc.tool, r)
 		got := text(r)
 		if !r.IsError || content["status"] != "denied" || !strings.Contains(got, tc.param+" "+tc.value) || !strings.Contains(got, tc.class) ||
 			!strings.Contains(got, "public addresses") {
@@ -239,6 +244,12 @@ func TestStorageDownloadRefusesPrivateTargets(t *testing.T) {
 		t.Errorf("%d refusals journaled as denied, want 10", denied)
 	}
 	r, content := call(t, c, ctx, ToolStorageDownload, map[string]any{"node": "pve1", "storage": "local", "content": "iso",
+		"url": "https://mirror.example/debian-13.2.0-amd64-netinst.iso", "dry_run": true})
+	if r.IsError || content["dry_run"] != true {
+		t.Fatalf("a dry run: %s", text(r))
+	}
+	checkOutput(t, schemas, ToolStorageDownload, r)
+	r, content = call(t, c, ctx, ToolStorageDownload, map[string]any{"node": "pve1", "storage": "local", "content": "iso",
 		"url": "https://mirror.example/debian-13.2.0-amd64-netinst.iso"})
 	if r.IsError || content["upid"] == nil {
 		t.Fatalf("a public mirror: %s", text(r))
@@ -274,5 +285,22 @@ lan_mirror if {
 	r, _ = call(t, lc, lctx, ToolStorageDownload, map[string]any{"node": "pve1", "storage": "local", "content": "iso", "url": "http://127.0.0.1/x.iso"})
 	if !r.IsError {
 		t.Errorf("the LAN-mirror policy let loopback through: %s", text(r))
+	}
+}
+
+// checkRefusalOutput validates a refusal's structuredContent too: the
+// TypeScript SDK validates structuredContent whenever an answer has it.
+func checkRefusalOutput(t *testing.T, schemas map[string]*jsonschema.Schema, name string, res *mcp.CallToolResult) {
+	t.Helper()
+	if res.StructuredContent == nil {
+		return
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schemas[name].Validate(v); err != nil {
+		t.Errorf("%s: a refusal's structuredContent does not match the output schema: %v\n%s", name, err, b)
 	}
 }
