@@ -71,7 +71,11 @@ sets_host_path if input.params.tmpdir != null
 # may allow a class or a host explicitly.
 outside_refused if input.outside[_].class != "public"
 
-outside_items := concat("; ", [sprintf("%s %s (host %s, %s)", [t.param, t.value, t.host, t.class]) | some t in input.outside; t.class != "public"])
+outside_items := concat("; ", [outside_item(t) | some t in input.outside; t.class != "public"])
+
+outside_item(t) := sprintf("%s %s (host %s, %s)", [t.param, t.value, t.host, t.class]) if t.detail == ""
+
+outside_item(t) := sprintf("%s %s (host %s, %s: %s)", [t.param, t.value, t.host, t.class, t.detail]) if t.detail != ""
 
 outside_reason := concat("", [
 	"the call makes PVE fetch from a place that is not a public address (",

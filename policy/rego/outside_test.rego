@@ -59,3 +59,9 @@ test_calls_that_stay_inside_are_unchanged if {
 	read_only.decision.effect == "allow" with input as inside
 	admin.decision.effect == "allow" with input as inside
 }
+
+test_the_reason_says_why_a_name_did_not_resolve if {
+	t := object.union(target("unresolved"), {"detail": "mirror.example does not resolve: i/o timeout"})
+	d := admin.decision with input as download([t])
+	contains(d.reasons[0], "(host mirror.example, unresolved: mirror.example does not resolve: i/o timeout)")
+}
