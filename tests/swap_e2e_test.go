@@ -144,3 +144,67 @@ func procRss(tb testing.TB, pid int) (anon, file float64) {
 	}
 	return anon, file
 }
+
+// oldRecordKey is the key of keys/testdata/n32768/keys.json, a record
+// hashed at N=32768 (the parameters before issue 16). A test fixture.
+const oldRecordKey = "pmcp_f73f4ov6fbocedeq_u4ZwpikXDJCKdzOJeqPUarpIddvDxDvRjXhsTI4VWww"
+
+// BenchmarkServeIdleMemory: the built binary (`serve`) on the real PVE 9.1
+// schema, idle one second after /healthz first answers, and then after the
+// first call of one key (its first verification: one scrypt), with a key
+// created by this build (new) and with a record hashed at N=32768 (old).
+// Reports VmRSS idle and after the call, VmHWM after it, RssAnon idle and
+// after the call, and RssFile idle, in MiB. Each run starts a daemon of its own: run it with
+// -benchtime 1x -count N.
+func BenchmarkServeIdleMemory(b *testing.B) {
+	base, err := os.ReadFile(fixture(b, "pve-9.1/apidoc.js"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	old, err := os.ReadFile("../keys/testdata/n32768/keys.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, record := range []string{"new", "old"} {
+		b.Run("key="+record, func(b *testing.B) {
+			for b.Loop() {
+				h := startStdioHostWith(b, base)
+				key := oldRecordKey
+				if record == "new" {
+					key = h.key(b, "first", "read-only")
+				} else if err := writeKeys(h, old); err != nil {
+					b.Fatal(err)
+				}
+				s := startServe(b, h)
+				pid := s.proc.cmd.Process.Pid
+				time.Sleep(time.Second)
+				_, idle := procMemory(b, pid)
+				anon, file := procRss(b, pid)
+				ss, err := mcptest.Dial(s.url+"/mcp", key)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ss.Call("proxmox_schema_status", nil); err != nil {
+					b.Fatal(err)
+				}
+				ss.Close()
+				hwm, first := procMemory(b, pid)
+				firstAnon, _ := procRss(b, pid)
+				b.ReportMetric(idle, "RSS-idle-MiB")
+				b.ReportMetric(anon, "RssAnon-idle-MiB")
+				b.ReportMetric(file, "RssFile-idle-MiB")
+				b.ReportMetric(first, "RSS-first-key-MiB")
+				b.ReportMetric(firstAnon, "RssAnon-first-key-MiB")
+				b.ReportMetric(hwm, "peak-RSS-MiB")
+			}
+		})
+	}
+}
+
+// writeKeys replaces the host's keys.json.
+func writeKeys(h stdioHost, data []byte) error {
+	if err := os.MkdirAll(h.stateDir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(h.stateDir, "keys.json"), data, 0o600)
+}
