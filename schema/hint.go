@@ -7,8 +7,8 @@ import (
 )
 
 // unitRE finds the unit a PVE description gives a value ("in MiB", "In
-// seconds").
-var unitRE = regexp.MustCompile(`(?i)\bin (MiB|GiB|KiB|TiB|MB|GB|KB|bytes|seconds|minutes|hours|days|milliseconds|percent)\b`)
+// seconds", a rate "in KiB/s").
+var unitRE = regexp.MustCompile(`(?i)\bin (MiB|GiB|KiB|TiB|MB|GB|KB|bytes|seconds|minutes|hours|days|milliseconds|percent|mbps)(/s)?\b`)
 
 // Hint says how a value of the parameter is written, for an error that
 // teaches: PVE's syntax (its typetext, else the type with its bounds or
@@ -23,7 +23,7 @@ func (p *Param) Hint() string {
 		unitOf, def = p.Properties.defaultKey, p.Properties.defaultKey
 	}
 	if m := unitRE.FindStringSubmatch(unitOf.Description + " " + p.Description); m != nil {
-		parts = append(parts, "in "+m[1])
+		parts = append(parts, "in "+m[1]+m[2])
 	}
 	if d := strings.Trim(string(def.Default), `"`); d != "" {
 		parts = append(parts, "default "+d)

@@ -14,6 +14,7 @@ func TestParamHint(t *testing.T) {
 		{"PUT", "/nodes/{node}/qemu/{vmid}/config", "ostype", "syntax <other | wxp | w2k | w2k3 | w2k8 | wvista | win7 | win8 | win10 | win11 | l24 | l26 | solaris>, default other"},
 		{"PUT", "/nodes/{node}/lxc/{vmid}/config", "swap", "syntax <integer> (0 - N), in MB, default 512"}, // PVE's own word
 		{"POST", "/nodes/{node}/qemu/{vmid}/status/start", "timeout", "syntax <integer> (0 - N), default max(30, vm memory in GiB)"},
+		{"POST", "/nodes/{node}/qemu/{vmid}/clone", "bwlimit", "syntax <integer> (0 - N), in KiB/s, default clone limit from datacenter or storage config"}, // a rate
 	} {
 		ep := r.Lookup(tc.method, tc.path)
 		if ep == nil {
