@@ -215,11 +215,12 @@ func jobOf(evs []Event) (Job, error) {
 }
 
 // Job returns the job an id names: its operation's call id, or the UPID
-// of its task. ErrNoJob: none.
+// of its task. ErrNoJob: none. (The UPID query says upid <> '' so that
+// SQLite may use the partial index events_upid.)
 func (j *Journal) Job(ctx context.Context, id string) (Job, error) {
 	callID := id
 	if strings.HasPrefix(id, "UPID:") {
-		err := j.r.QueryRowContext(ctx, `SELECT call_id FROM events WHERE upid = ? AND kind IN ('receipt', 'job') ORDER BY id LIMIT 1`, id).Scan(&callID)
+		err := j.r.QueryRowContext(ctx, `SELECT call_id FROM events WHERE upid = ? AND upid <> '' AND kind IN ('receipt', 'job') ORDER BY id LIMIT 1`, id).Scan(&callID)
 		if err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return Job{}, ErrNoJob

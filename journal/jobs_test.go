@@ -13,7 +13,7 @@ import (
 const jobUPID = "UPID:pve1:00001234:00005678:6740A1B2:qmstart:100:mcp@pve!operator:"
 
 // startJob writes the intent and receipt of a write that started a task.
-func startJob(t *testing.T, j *Journal, p Principal, upid string, outcome Outcome) string {
+func startJob(t testing.TB, j *Journal, p Principal, upid string, outcome Outcome) string {
 	t.Helper()
 	ctx := context.Background()
 	c := writeCall()
