@@ -215,8 +215,8 @@ func jobOf(evs []Event) (Job, error) {
 }
 
 // Job returns the job an id names: its operation's call id, or the UPID
-// of its task. ErrNoJob: none. (The UPID query says upid <> ” so that
-// SQLite may use the partial index events_upid.)
+// of its task. ErrNoJob: none. (The UPID query also asks for a non-empty
+// upid, so that SQLite may use the partial index events_upid.)
 func (j *Journal) Job(ctx context.Context, id string) (Job, error) {
 	callID := id
 	if strings.HasPrefix(id, "UPID:") {
