@@ -322,23 +322,33 @@ func (g *guard) session(w http.ResponseWriter, r *http.Request, body []byte) (*g
 		case sessionLive:
 			return gr, func() { s.release(id) }, true
 		case sessionEnded:
-			g.refuse(w, r, http.StatusNotFound, "session ended (closed, idle past http.session_idle_timeout, or ended to make room): initialize a new one")
+			g.refuseSession(w, r, body, http.StatusNotFound, sessionEndedMsg, sessionEndedMsg)
 		case sessionForeign:
 			// The answer is the one for an id never given out: another
 			// caller learns nothing of the session; the journal learns
 			// who tried.
-			g.refuseRecorded(w, r, http.StatusNotFound, "session not found: initialize a new one",
+			g.refuseSession(w, r, body, http.StatusNotFound, sessionNotFoundMsg,
 				fmt.Sprintf("session %s is not this caller's (it was opened by another key or Tailnet identity); refused as not found", shortSession(id)))
 		default:
-			g.refuse(w, r, http.StatusNotFound, "session not found: initialize a new one")
+			g.refuseSession(w, r, body, http.StatusNotFound, sessionNotFoundMsg, sessionNotFoundMsg)
 		}
 		return nil, nil, false
-	case r.Method == http.MethodGet || r.Method == http.MethodDelete:
-		g.refuse(w, r, http.StatusBadRequest, "bad request: "+r.Method+" /mcp needs the Mcp-Session-Id of a session this key opened (initialize first)")
+	case r.Method == http.MethodPost || r.Method == http.MethodGet || r.Method == http.MethodDelete:
+		// mcp-go would answer a POST without an id with a plain-text 404
+		// (it looks the empty id up), and open an uncounted session for a
+		// GET.
+		msg := "bad request: " + r.Method + " /mcp needs the Mcp-Session-Id header of a session this key opened (initialize first)"
+		g.refuseSession(w, r, body, http.StatusBadRequest, msg, msg)
 		return nil, nil, false
 	}
 	return gr, func() {}, true
 }
+
+// What a caller is told of a session it cannot use.
+const (
+	sessionEndedMsg    = "session ended (closed, idle past http.session_idle_timeout, or ended to make room): initialize a new one"
+	sessionNotFoundMsg = "session not found: initialize a new one"
+)
 
 // endSession has mcp-go drop the state of a session the caps ended to
 // make room, as the session's own DELETE would.
@@ -473,11 +483,16 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, status int, reaso
 // refuseRecorded answers a refusal and records it with a reason of its
 // own: what the journal may know and the caller may not.
 func (g *guard) refuseRecorded(w http.ResponseWriter, r *http.Request, status int, answer, record string) {
-	if g.o.Refused != nil {
-		g.o.Refused(r, status, record)
-	}
-	g.o.Logger.Info("transport: refused", "listener", g.o.Listener, "status", status, "source", r.RemoteAddr, "reason", record)
+	g.record(r, status, record)
 	writeJSON(w, status, map[string]string{"error": answer})
+}
+
+// record tells the journal and the log of a refusal.
+func (g *guard) record(r *http.Request, status int, reason string) {
+	if g.o.Refused != nil {
+		g.o.Refused(r, status, reason)
+	}
+	g.o.Logger.Info("transport: refused", "listener", g.o.Listener, "status", status, "source", r.RemoteAddr, "reason", reason)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
