@@ -159,6 +159,14 @@ func NewHandler(o HTTPOptions) (http.Handler, error) {
 	mux.HandleFunc("/readyz", g.readyz)
 	mux.HandleFunc("/mcp", g.mcp)
 	mux.HandleFunc("/.well-known/", g.wellKnown)
+	// The endpoints an MCP client's OAuth code falls back to when the
+	// discovery documents are missing (the 2025-03-26 defaults, at the
+	// server's origin): after a 401 for a wrong key, mcp-remote registers
+	// a client at /register and shows the person what it answered, so that
+	// answer must say what to fix.
+	for _, p := range []string{"/register", "/authorize", "/token"} {
+		mux.HandleFunc(p, g.wellKnown)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusNotFound, "not found: the MCP endpoint is /mcp")
 	})
@@ -169,13 +177,18 @@ func NewHandler(o HTTPOptions) (http.Handler, error) {
 // whole of it.
 const noOAuth = "this server takes proxmox-mcp API keys (proxmox-mcp key create), not OAuth: there is nothing to log in to or register with"
 
+// noOAuthHere is the answer of the discovery documents and the OAuth
+// fallback endpoints: what a person whose client came here after a 401
+// should do.
+const noOAuthHere = "not found: " + noOAuth + "; a client that came here after a 401 sent a key that was not accepted (or none): check the key in its Authorization: Bearer header"
+
 // wellKnown answers the OAuth discovery documents clients probe for
-// (RFC 8414, RFC 9728, OpenID) with a plain 404 that says why: it is no
-// refusal of a caller, so nothing is journaled; the source limit still
-// counts it.
+// (RFC 8414, RFC 9728, OpenID), and the OAuth endpoints they fall back to,
+// with a plain 404 that says why: it is no refusal of a caller, so nothing
+// is journaled; the source limit still counts it.
 func (g *guard) wellKnown(w http.ResponseWriter, r *http.Request) {
 	g.o.Logger.Debug("transport: a discovery probe", "listener", g.o.Listener, "source", r.RemoteAddr, "path", r.URL.Path)
-	writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found: " + noOAuth})
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": noOAuthHere})
 }
 
 type guard struct {
