@@ -71,9 +71,14 @@ func (s *Server) catalog(reg *schema.Registry) []server.ServerTool {
 		{Tool: withOutput(guestPowerTool(), reg, "POST", "/nodes/{node}/qemu/{vmid}/status/start", "/nodes/{node}/lxc/{vmid}/status/start"), Handler: s.handleGuestPower},
 		{Tool: approveTool(), Handler: s.handleApprove},
 	}
-	list = append(list, s.curatedTools(reg)...)
+	if s.opts.Mode == ModeCompact {
+		// In expanded mode every endpoint is a tool of its own, so the
+		// curated tools, each one or two endpoints, would list them twice
+		// (about 60 KB for a root key on PVE 9.1).
+		list = append(list, s.curatedTools(reg)...)
+		list = append(list, s.consoleTools(reg)...)
+	}
 	list = append(list, s.jobTools()...)
-	list = append(list, s.consoleTools(reg)...)
 	list = append(list, s.contractTools()...)
 	list = append(list, s.hostTools()...)
 	list = append(list, s.breakglassTools()...)
@@ -151,23 +156,23 @@ var powerActions = []string{"start", "stop", "shutdown", "reboot", "suspend", "r
 func shapeProperties(prefix string) map[string]any {
 	return map[string]any{
 		prefix + "fields": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
-			"description": "Keep only these keys of each object in the answer."},
+			"description": "Keep only these keys of each object."},
 		prefix + "omit": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
-			"description": "Drop these keys from each object in the answer."},
+			"description": "Drop these keys of each object."},
 		prefix + "limit": map[string]any{"type": "integer", "minimum": 1, "maximum": 5000,
-			"description": "Most list items to return (default 200)."},
+			"description": "Most items (default 200)."},
 		prefix + "offset": map[string]any{"type": "integer", "minimum": 0,
-			"description": "List items to skip; a truncated answer gives next_offset."},
+			"description": "Items to skip (an answer's next_offset)."},
 		prefix + "wait": map[string]any{"type": "integer", "minimum": 0, "maximum": 600,
-			"description": "Seconds to wait for a task the call starts, with progress notifications; 0 returns the UPID at once."},
+			"description": "Seconds to follow the task it starts (progress notified); 0: its UPID at once."},
 		prefix + "confirm": map[string]any{"type": "string",
-			"description": "The confirmation token a previous answer gave, when the policy asks for confirmation."},
+			"description": "The token an answer asking for confirmation gave."},
 		prefix + "dry_run": map[string]any{"type": "boolean",
-			"description": "Validate and decide, but send nothing."},
+			"description": "Decide, send nothing."},
 		prefix + "operation_key": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$",
-			"description": "Your key for this write: a retry with it returns the recorded operation, never sends twice."},
+			"description": "Idempotency key: a retry returns the recorded operation."},
 		prefix + "change": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$",
-			"description": "Your name for the change this write belongs to (undone together)."},
+			"description": "The change it belongs to (undone together)."},
 		prefix + "keep_plan": map[string]any{"type": "boolean",
 			"description": "With dry_run: keep the preview as a plan (proxmox_plan_apply)."},
 	}

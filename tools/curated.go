@@ -324,11 +324,11 @@ func (cs *curated) inputSchema(eps map[string]*schema.Endpoint) map[string]any {
 	props := map[string]any{}
 	var required []string
 	if cs.vmid {
-		props["vmid"] = map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999, "description": "The VM or container ID; its node (and kind) are found for you."}
+		props["vmid"] = map[string]any{"type": "integer", "minimum": 100, "maximum": 999999999, "description": "VM or container ID (its node is found)."}
 		required = append(required, "vmid")
 	}
 	if cs.node {
-		props["node"] = map[string]any{"type": "string", "description": "The node's name, as proxmox_cluster_resources lists it."}
+		props["node"] = map[string]any{"type": "string", "description": "A node's name."}
 		required = append(required, "node")
 	}
 	kinds := slices.Sorted(maps.Keys(eps))

@@ -62,7 +62,7 @@ func guestExecTool() mcp.Tool {
 			"stdin":       map[string]any{"type": "string", "description": "Standard input (default none; at most 65536 bytes in a VM)."},
 			"timeout_sec": map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxTimeout, "description": "Seconds to wait for the command (default 60)."},
 			"max_output":  map[string]any{"type": "integer", "minimum": 1, "maximum": host.MaxOutput, "description": "Bytes kept of each of stdout and stderr (default 65536)."},
-			"confirm":     map[string]any{"type": "string", "description": "The confirmation token a previous answer gave, when the policy asks for confirmation."},
+			"confirm":     map[string]any{"type": "string", "description": "The token an answer asking for confirmation gave."},
 		}, "required": []string{"vmid", "argv"}, "additionalProperties": false}),
 		annotate("Run a command in a guest", hints{destructive: true}))
 }
