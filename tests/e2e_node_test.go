@@ -136,6 +136,14 @@ type nodeResult struct {
 		Tools        []string   `json:"tools"`
 	} `json:"attempts"`
 
+	// Curated are the curated reads and the jobs list, by tool.
+	Curated map[string]struct {
+		IsError       bool       `json:"isError"`
+		ProtocolError *nodeError `json:"protocolError"`
+		Text          string     `json:"text"`
+		Keys          []string   `json:"keys"`
+	} `json:"curated"`
+
 	// Templates, Guest and Completion are the resources' part.
 	Templates  []string       `json:"templates"`
 	Guest      map[string]any `json:"guest"`
@@ -440,6 +448,21 @@ func checkOperator(t *testing.T, c nodeClient, res nodeResult, keyName string) {
 		if !strings.Contains(res.Prompt, w) {
 			t.Errorf("onboarding prompt lacks %q:\n%s", w, res.Prompt)
 		}
+	}
+
+	// Each curated read answers, and its structured content passes the
+	// SDK's check against the tool's output schema; the jobs list holds
+	// the start's job.
+	if len(res.Curated) != 10 {
+		t.Errorf("curated reads: %d answers, want 10", len(res.Curated))
+	}
+	for name, r := range res.Curated {
+		if r.ProtocolError != nil || r.IsError || !slices.Contains(r.Keys, "data") && name != "proxmox_jobs" {
+			t.Errorf("%s through the SDK: error %v, protocol error %+v, keys %v: %s", name, r.IsError, r.ProtocolError, r.Keys, r.Text)
+		}
+	}
+	if jobs := res.Curated["proxmox_jobs"]; !strings.Contains(jobs.Text, "qmstart") {
+		t.Errorf("proxmox_jobs after the start: %s", jobs.Text)
 	}
 
 	if !slices.Contains(res.Templates, "proxmox://guests/{vmid}") || !slices.Contains(res.Templates, "proxmox://nodes/{node}") {

@@ -176,6 +176,26 @@ async function operator(c, out) {
   const prompt = await c.client.getPrompt({ name: "proxmox_onboarding" });
   out.prompt = prompt.messages.map((m) => m.content?.text ?? "").join("\n");
 
+  // The curated reads and the jobs, whose answers the SDK checks against
+  // their output schemas (a mismatch is a protocol error).
+  const curated = {
+    proxmox_node_status: { node: "pve1" },
+    proxmox_node_network: { node: "pve1" },
+    proxmox_node_disks: { node: "pve1" },
+    proxmox_ha_status: {},
+    proxmox_guest_config: { vmid: 101 },
+    proxmox_snapshot_list: { vmid: 101 },
+    proxmox_cluster_tasks: { limit: 5 },
+    proxmox_cluster_log: { limit: 5 },
+    proxmox_cluster_resources: { type: ["node", "vm"] },
+    proxmox_jobs: {},
+  };
+  out.curated = {};
+  for (const [name, args] of Object.entries(curated)) {
+    const r = await call(c, name, args);
+    out.curated[name] = { isError: r.isError, protocolError: r.protocolError, text: (r.text ?? "").slice(0, 300), keys: Object.keys(r.structured ?? {}) };
+  }
+
   // Resources and completion: list the templates, read a guest's summary,
   // complete a VMID.
   out.templates = (await c.client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
