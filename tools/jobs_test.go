@@ -321,3 +321,32 @@ func TestLostAnswerBecomesAJobWhenReconciled(t *testing.T) {
 		t.Fatalf("the job after reconciliation: %v", list)
 	}
 }
+
+// The job template's id completes to the caller's own jobs, by prefix,
+// and to none of another key's.
+func TestJobIDCompletion(t *testing.T) {
+	h := newHarness(t, harnessOpts{journal: true, clock: true})
+	c, ctx := h.as("admin")
+	id, _ := startVM(t, c, ctx, 0)
+	complete := func(c *client.Client, ctx context.Context, prefix string) []string {
+		t.Helper()
+		req := mcp.CompleteRequest{}
+		req.Params.Ref = mcp.ResourceReference{Type: "ref/resource", URI: TemplateJob}
+		req.Params.Argument.Name, req.Params.Argument.Value = "id", prefix
+		res, err := c.Complete(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Completion.Values
+	}
+	if got := complete(c, ctx, id[:4]); len(got) != 1 || got[0] != id {
+		t.Errorf("completion of %q: %v, want [%s]", id[:4], got, id)
+	}
+	if got := complete(c, ctx, "zz-no-such"); len(got) != 0 {
+		t.Errorf("completion of a prefix no job has: %v", got)
+	}
+	other, octx := h.asKey("admin", "kadmin2")
+	if got := complete(other, octx, ""); len(got) != 0 {
+		t.Errorf("another key is offered %v", got)
+	}
+}

@@ -493,6 +493,9 @@ func viewOf(list []map[string]any) *clusterView {
 type completer struct{ s *Server }
 
 func (cp completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	if uri == TemplateJob && arg.Name == "id" {
+		return cp.completeJob(ctx, arg.Value)
+	}
 	if _, ours := templateReads(uri); !ours {
 		return &mcp.Completion{Values: []string{}}, nil
 	}
@@ -543,6 +546,31 @@ func (cp completer) complete(ctx context.Context, arg mcp.CompleteArgument, cc m
 		return &mcp.Completion{Values: []string{}}, nil
 	}
 	return s.offer(ctx, c, &view.decided, cands, arg.Value), nil
+}
+
+// completeJob offers the ids of the caller's own newest jobs that start
+// with prefix, from its journal rows (no other key's job is offered).
+func (cp completer) completeJob(ctx context.Context, prefix string) (*mcp.Completion, error) {
+	s := cp.s
+	c, err := s.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jl := s.jobLedger()
+	if jl == nil {
+		return &mcp.Completion{Values: []string{}}, nil
+	}
+	jobs, err := jl.Jobs(ctx, c.Principal.KeyID, maxCompletions)
+	if err != nil {
+		return nil, fmt.Errorf("completion of id: %w", err)
+	}
+	values := []string{}
+	for _, j := range jobs {
+		if strings.HasPrefix(j.ID, prefix) {
+			values = append(values, j.ID)
+		}
+	}
+	return &mcp.Completion{Values: values, Total: len(values)}, nil
 }
 
 // candidate is a value and the read that shows it.
