@@ -110,15 +110,8 @@ func approveTool() mcp.Tool {
 
 // handleApprove is proxmox_approve.
 func (s *Server) handleApprove(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "token", "approve")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "token", "approve"); err != nil {
 		return nil, err
 	}
 	token, err := optString(a, "token")

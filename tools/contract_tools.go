@@ -73,15 +73,8 @@ func mayReadOperation(c Caller, owner string) bool {
 
 // handleOperation is proxmox_operation.
 func (s *Server) handleOperation(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "operation", "operation_key")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "operation", "operation_key"); err != nil {
 		return nil, err
 	}
 	id, err := optString(a, "operation")
@@ -125,15 +118,8 @@ func (s *Server) handleOperation(ctx context.Context, req mcp.CallToolRequest) (
 
 // handleJournal is proxmox_journal.
 func (s *Server) handleJournal(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "limit")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "limit"); err != nil {
 		return nil, err
 	}
 	limit, set, err := optInt(a, "limit", 1, 200)

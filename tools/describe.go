@@ -15,15 +15,8 @@ import (
 // complete JSON: a summary, one parameter in full, the parameters in pages
 // that fit the size cap, or the return schema (summarised if too large).
 func (s *Server) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "tool", "method", "path", "section", "param", "offset")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "tool", "method", "path", "section", "param", "offset"); err != nil {
 		return nil, err
 	}
 	var tool, method, path, section, param string

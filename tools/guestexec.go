@@ -131,15 +131,8 @@ type guestExec struct {
 // command), a confirmation asked for or redeemed, then the VM path (the
 // guest agent through PVE) or the container path (the root helper).
 func (s *Server) handleGuestExec(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "vmid", "node", "argv", "stdin", "timeout_sec", "max_output", "confirm")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "vmid", "node", "argv", "stdin", "timeout_sec", "max_output", "confirm"); err != nil {
 		return nil, err
 	}
 	vmid, set, err := optInt(a, "vmid", 100, 999999999)

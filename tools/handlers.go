@@ -244,6 +244,23 @@ func (s *Server) caller(ctx context.Context) (Caller, error) {
 	return c, nil
 }
 
+// callerArgs is the prologue of a tool: the caller as it is now, and the
+// arguments as an object holding only the keys allowed.
+func (s *Server) callerArgs(ctx context.Context, req mcp.CallToolRequest, allowed ...string) (Caller, map[string]any, error) {
+	c, err := s.caller(ctx)
+	if err != nil {
+		return Caller{}, nil, err
+	}
+	a, err := argsOf(req)
+	if err != nil {
+		return Caller{}, nil, err
+	}
+	if err := onlyKeys(a, allowed...); err != nil {
+		return Caller{}, nil, err
+	}
+	return c, a, nil
+}
+
 // handleCall is proxmox_api_call.
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c, err := s.caller(ctx)
@@ -305,15 +322,8 @@ func pathAndParams(a map[string]any) (string, map[string]any, error) {
 // handleGet is proxmox_api_get: proxmox_api_call with GET and only the
 // arguments a read takes.
 func (s *Server) handleGet(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, getArgs...)
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, getArgs...); err != nil {
 		return nil, err
 	}
 	path, params, err := pathAndParams(a)
@@ -492,15 +502,8 @@ func short(h string) string {
 // handleTaskWait is proxmox_task_wait: it reads the task's status as the
 // caller (policy and all) and follows it.
 func (s *Server) handleTaskWait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "upid", "timeout_seconds")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "upid", "timeout_seconds"); err != nil {
 		return nil, err
 	}
 	upid, err := optString(a, "upid")
@@ -550,15 +553,8 @@ func (s *Server) handleTaskWait(ctx context.Context, req mcp.CallToolRequest) (*
 
 // handleResources is proxmox_cluster_resources.
 func (s *Server) handleResources(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "type", "fields", "omit", "limit", "offset")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "type", "fields", "omit", "limit", "offset"); err != nil {
 		return nil, err
 	}
 	types, err := resourceTypes(a)
@@ -670,15 +666,8 @@ func (s *Server) locateGuest(ctx context.Context, c Caller, tool string, vmid in
 
 // handleGuestStatus is proxmox_guest_status.
 func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "vmid", "fields", "omit", "all")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "vmid", "fields", "omit", "all"); err != nil {
 		return nil, err
 	}
 	all, err := optBool(a, "all")
@@ -712,15 +701,8 @@ func (s *Server) handleGuestStatus(ctx context.Context, req mcp.CallToolRequest)
 
 // handleGuestPower is proxmox_guest_power.
 func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "vmid", "action", "wait", "confirm", "operation_key")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "vmid", "action", "wait", "confirm", "operation_key"); err != nil {
 		return nil, err
 	}
 	vmid, set, err := optInt(a, "vmid", 100, 999999999)
@@ -741,22 +723,11 @@ func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) 
 	if !valid {
 		return nil, argError("action", "must be one of "+strings.Join(powerActions, ", "))
 	}
-	wait, _, err := optInt(a, "wait", 0, 600)
+	// wait, confirm and operation_key, read and checked as every
+	// calling tool reads them.
+	sh, err := shapingArgs(a, "")
 	if err != nil {
 		return nil, err
-	}
-	confirm, err := optString(a, "confirm")
-	if err != nil {
-		return nil, err
-	}
-	opKey, err := optString(a, "operation_key")
-	if err != nil {
-		return nil, err
-	}
-	if _, given := a["operation_key"]; given {
-		if err := journal.CheckOperationKey(opKey); err != nil {
-			return nil, argError("operation_key", strings.TrimPrefix(err.Error(), "operation_key "))
-		}
 	}
 	node, kind, bad := s.locateGuest(ctx, c, ToolGuestPower, vmid)
 	if bad != nil {
@@ -767,7 +738,7 @@ func (s *Server) handleGuestPower(ctx context.Context, req mcp.CallToolRequest) 
 	}
 	path := pve.Path("nodes", node, kind, strconv.Itoa(vmid), "status", action)
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolGuestPower, method: "POST", path: path, args: map[string]any{},
-		wait: time.Duration(wait) * time.Second, confirm: confirm, operationKey: opKey, progressToken: progressToken(req)}), nil
+		wait: sh.wait, confirm: sh.confirm, operationKey: sh.operationKey, progressToken: progressToken(req)}), nil
 }
 
 // describeFromSearch is proxmox_api_search with describe, in search mode

@@ -242,15 +242,8 @@ func (s *Server) jobFor(ctx context.Context, c Caller, a map[string]any, read bo
 
 // handleJobs is proxmox_jobs.
 func (s *Server) handleJobs(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "state", "limit")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "state", "limit"); err != nil {
 		return nil, err
 	}
 	state, err := optString(a, "state")
@@ -425,22 +418,11 @@ func (s *Server) handleJobRetry(ctx context.Context, req mcp.CallToolRequest) (*
 		return nil, err
 	}
 	a, _ := argsOf(req)
-	wait, _, err := optInt(a, "wait", 0, 600)
+	// wait, confirm and operation_key, read and checked as every
+	// calling tool reads them.
+	sh, err := shapingArgs(a, "")
 	if err != nil {
 		return nil, err
-	}
-	confirm, err := optString(a, "confirm")
-	if err != nil {
-		return nil, err
-	}
-	opKey, err := optString(a, "operation_key")
-	if err != nil {
-		return nil, err
-	}
-	if _, given := a["operation_key"]; given {
-		if err := journal.CheckOperationKey(opKey); err != nil {
-			return nil, argError("operation_key", strings.TrimPrefix(err.Error(), "operation_key "))
-		}
 	}
 	if !journal.JobEnded(jb.State) {
 		s.lookAtTask(ctx, c, ToolJobRetry, &jb, false)
@@ -453,7 +435,7 @@ func (s *Server) handleJobRetry(ctx context.Context, req mcp.CallToolRequest) (*
 		return nil, argError("id", fmt.Sprintf("job %s cannot be retried: %v. Make the call again yourself. Nothing was sent.", jb.ID, err))
 	}
 	return s.callEndpoint(ctx, c, callRequest{tool: ToolJobRetry, method: jb.Method, path: jb.Path, args: args,
-		wait: time.Duration(wait) * time.Second, confirm: confirm, operationKey: opKey, retryOf: jb.ID, progressToken: progressToken(req)}), nil
+		wait: sh.wait, confirm: sh.confirm, operationKey: sh.operationKey, retryOf: jb.ID, progressToken: progressToken(req)}), nil
 }
 
 // recordedArgs are a job's arguments as the journal kept them, if they

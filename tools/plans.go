@@ -236,15 +236,8 @@ func planApplyTool() mcp.Tool {
 
 // handlePlanApply is proxmox_plan_apply.
 func (s *Server) handlePlanApply(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "plan", "confirm", "wait", "operation_key")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "plan", "confirm", "wait", "operation_key"); err != nil {
 		return nil, err
 	}
 	shaping := map[string]any{}

@@ -51,15 +51,8 @@ func reconcileTool() mcp.Tool {
 
 // handleReconcile is proxmox_reconcile.
 func (s *Server) handleReconcile(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	c, err := s.caller(ctx)
+	c, a, err := s.callerArgs(ctx, req, "operation", "operation_key", "again")
 	if err != nil {
-		return nil, err
-	}
-	a, err := argsOf(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := onlyKeys(a, "operation", "operation_key", "again"); err != nil {
 		return nil, err
 	}
 	id, err := optString(a, "operation")
