@@ -97,19 +97,7 @@ func (s *Server) consoleTools(reg *schema.Registry) []server.ServerTool {
 // consoleVisible says whether a caller with the visibility v sees the tool
 // name; known is false for a tool not of this family.
 func (s *Server) consoleVisible(name string, v visibility) (show, known bool) {
-	cs := consoleByName()[name]
-	if cs == nil {
-		return false, false
-	}
-	if cs.vmid && v["get_cluster_resources"] == nil {
-		return false, true
-	}
-	for _, ep := range cs.endpoints(s.registry()) {
-		if v[ep.Tool] != nil {
-			return true, true
-		}
-	}
-	return false, true
+	return s.specVisible(consoleByName()[name], v)
 }
 
 // withOptional drops names from the tool's required arguments.

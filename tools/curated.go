@@ -273,7 +273,12 @@ func (s *Server) curatedTools(reg *schema.Registry) []server.ServerTool {
 // finds a guest by VM ID, read the cluster's resources). known is false
 // for a tool not of this family.
 func (s *Server) curatedVisible(name string, v visibility) (show, known bool) {
-	cs := curatedByName()[name]
+	return s.specVisible(curatedByName()[name], v)
+}
+
+// specVisible says whether a caller with the visibility v sees the tool
+// of a spec (nil: not a tool of the spec's family, known false).
+func (s *Server) specVisible(cs *curated, v visibility) (show, known bool) {
 	if cs == nil {
 		return false, false
 	}
@@ -439,15 +444,8 @@ func sameJSON(a, b any) bool {
 // curatedHandler calls the spec's endpoint with the caller's arguments.
 func (s *Server) curatedHandler(cs *curated) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c, err := s.caller(ctx)
+		c, a, err := s.callerArgs(ctx, req, cs.args()...)
 		if err != nil {
-			return nil, err
-		}
-		a, err := argsOf(req)
-		if err != nil {
-			return nil, err
-		}
-		if err := onlyKeys(a, cs.args()...); err != nil {
 			return nil, err
 		}
 		cc, err := cs.read(a)
@@ -728,15 +726,8 @@ func taskMatches(t map[string]any, failed bool, node string, vmid int, typ strin
 // RRD statistics summarised, each a call of its own (policy, journal).
 func (s *Server) handleNodeStatus(cs *curated) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c, err := s.caller(ctx)
+		c, a, err := s.callerArgs(ctx, req, cs.args()...)
 		if err != nil {
-			return nil, err
-		}
-		a, err := argsOf(req)
-		if err != nil {
-			return nil, err
-		}
-		if err := onlyKeys(a, cs.args()...); err != nil {
 			return nil, err
 		}
 		cc, err := cs.read(a)
