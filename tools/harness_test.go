@@ -332,6 +332,13 @@ func (h *harness) asWith(profile string, person client.ElicitationHandler, polic
 		Binding:   b,
 		Tier:      tier,
 	}
+	return h.session(caller, person)
+}
+
+// session is an initialized in-process client whose requests carry the
+// caller, answering elicitations with person (nil: none).
+func (h *harness) session(caller Caller, person client.ElicitationHandler) (*client.Client, context.Context) {
+	h.t.Helper()
 	ctx := WithCaller(context.Background(), caller)
 	var opts []client.ClientOption
 	if person != nil {

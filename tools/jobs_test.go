@@ -24,22 +24,7 @@ func (h *harness) asKey(profile, keyID string) (*client.Client, context.Context)
 		Principal: policy.Principal{KeyID: keyID, Name: keyID, Profile: profile, Transport: "loopback", Source: "127.0.0.1"},
 		Binding:   policy.Binding{Profile: profile}, Tier: Tier(profile),
 	}
-	ctx := WithCaller(context.Background(), caller)
-	c, err := client.NewInProcessClient(h.srv.MCP())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		h.t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "jobs-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { c.Close() })
-	return c, ctx
+	return h.session(caller, nil)
 }
 
 // restart replaces the server by a new one on the journal closed and
