@@ -49,6 +49,14 @@ type Options struct {
 	// durable commit (the metrics' journal commit latency). It runs on
 	// the writer goroutine and must not block.
 	ObserveCommit func(rows int, d time.Duration)
+	// RelaxCalls writes a commit that holds only call rows (reads,
+	// refusals, calls that sent nothing to PVE) to the WAL without an
+	// fsync (synchronous=NORMAL): it survives a crash of the process, and
+	// the next fsynced commit (any intent, receipt, observation, job or
+	// resolution, or a checkpoint) makes it durable against a power cut
+	// too. A commit holding any other row is always fsynced, and without
+	// RelaxCalls every commit is (docs/journal.md, "Durability").
+	RelaxCalls bool
 }
 
 // Errors of the write methods.
@@ -82,6 +90,11 @@ type Journal struct {
 	readOnly bool
 	stmts    *writeStmts
 	observe  func(rows int, d time.Duration)
+	// relaxCalls is Options.RelaxCalls. relaxed is the writer
+	// connection's setting: synchronous=NORMAL after a commit of call rows
+	// only (read and written by the writer goroutine alone).
+	relaxCalls bool
+	relaxed    bool
 
 	mu      sync.RWMutex // guards closed and sending on reqs
 	closed  bool
@@ -92,7 +105,7 @@ type Journal struct {
 	changed   chan struct{} // closed and replaced after each commit
 
 	stats struct {
-		rows, commits, failures atomic.Int64
+		rows, commits, synced, failures atomic.Int64
 	}
 }
 
@@ -109,7 +122,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
 	j := &Journal{
-		path: abs, log: opts.Logger, now: opts.Now, poll: opts.PollInterval,
+		path: abs, log: opts.Logger, now: opts.Now, poll: opts.PollInterval, relaxCalls: opts.RelaxCalls,
 		maxBatch: opts.MaxBatch, readOnly: opts.ReadOnly, changed: make(chan struct{}), observe: opts.ObserveCommit,
 	}
 	if j.log == nil {
@@ -296,15 +309,18 @@ func (j *Journal) Redactor() *Redactor { return j.red }
 type Stats struct {
 	// Rows appended.
 	Rows int64
-	// Commits: transactions, each fsynced; Rows/Commits is the mean batch.
+	// Commits: transactions; Rows/Commits is the mean batch.
 	Commits int64
+	// Synced: the commits that were fsynced before they returned (all but
+	// those of call rows alone with Options.RelaxCalls).
+	Synced int64
 	// Failures: writes that returned an error.
 	Failures int64
 }
 
 // Stats returns the counters of the writes since Open.
 func (j *Journal) Stats() Stats {
-	return Stats{Rows: j.stats.rows.Load(), Commits: j.stats.commits.Load(), Failures: j.stats.failures.Load()}
+	return Stats{Rows: j.stats.rows.Load(), Commits: j.stats.commits.Load(), Synced: j.stats.synced.Load(), Failures: j.stats.failures.Load()}
 }
 
 // Close waits for the writes already accepted, then closes the database.

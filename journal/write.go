@@ -311,6 +311,11 @@ func (j *Journal) commit(batch []*writeReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	begun := time.Now()
+	synced := !j.relaxCalls || !callsOnly(live)
+	if err := j.setSync(ctx, synced); err != nil {
+		failAll(err)
+		return
+	}
 	tx, err := j.w.BeginTx(ctx, nil)
 	if err != nil {
 		failAll(fmt.Errorf("journal: begin: %w", err))
@@ -348,11 +353,47 @@ func (j *Journal) commit(batch []*writeReq) {
 		return
 	}
 	j.stats.commits.Add(1)
+	if synced {
+		j.stats.synced.Add(1)
+	}
 	if j.observe != nil {
 		j.observe(written, time.Since(begun))
 	}
 	respond()
 	j.notify()
+}
+
+// callsOnly reports whether a batch holds only call rows: reads and
+// refusals, whose commit need not wait for an fsync (Options.RelaxCalls).
+func callsOnly(batch []*writeReq) bool {
+	for _, req := range batch {
+		if Kind(req.r.kind) != KindCall {
+			return false
+		}
+	}
+	return true
+}
+
+// setSync sets the writer connection's synchronous mode for the next
+// transaction: FULL (the commit is fsynced before it returns) or NORMAL
+// (written to the WAL; fsynced by the next FULL commit or checkpoint).
+// SQLite refuses the change inside a transaction, so it is made before
+// BEGIN, and only when it differs from the last one set. The pool has one
+// connection; should it ever be opened again, it opens with FULL (the
+// DSN's), which errs on the durable side until the next change.
+func (j *Journal) setSync(ctx context.Context, full bool) error {
+	if j.relaxed == !full {
+		return nil
+	}
+	mode := "FULL"
+	if !full {
+		mode = "NORMAL"
+	}
+	if _, err := j.w.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
+		return fmt.Errorf("journal: set synchronous=%s: %w", mode, err)
+	}
+	j.relaxed = !full
+	return nil
 }
 
 // append inserts one row at the head of the chain. ruleErr reports a
