@@ -123,6 +123,8 @@ type Compiled struct {
 	visible *partialQuery
 	// use is what the policy reads of its input.
 	use *inputUse
+	// parts are the input's parts that repeat from call to call.
+	parts *inputParts
 
 	groupCache
 }
@@ -232,7 +234,7 @@ func compile(ctx context.Context, name, digest, pkg, tier string, mods []Module)
 	// is undefined. That can only show more tools (never hide one a strict
 	// evaluation allows): an evaluation without errors is the same either
 	// way, and one with an error denies.
-	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, host: host, use: use,
+	c := &Compiled{Name: name, Digest: digest, Package: pkg, Tier: tier, decide: decide, host: host, use: use, parts: newInputParts(),
 		visible: &partialQuery{opts: append(vopts, rego.Query(query+`.effect != "deny"`), rego.ParsedUnknowns(unknownRefs))}}
 	if !use.whole {
 		// When the copy does not compile (a rewritten reference where

@@ -52,7 +52,7 @@ func (c *Compiled) eval(ctx context.Context, q *rego.PreparedEvalQuery, rule str
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	val, err := in.Value()
+	val, err := in.value(c.parts)
 	if err != nil {
 		return denyf(c.Name, c.Digest, "policy %s: %v", c.Name, err)
 	}

@@ -481,21 +481,41 @@ func (p Principal) value() (ast.Object, error) {
 
 // Value converts the input to the Rego value policies see. It is built
 // directly as an AST (no JSON round trip): this is on every call's path.
-func (in *Input) Value() (ast.Value, error) {
-	var params ast.Value = ast.NewObject()
-	if len(in.Params) > 0 {
-		var err error
-		if params, err = ast.InterfaceToValue(in.Params); err != nil {
-			return nil, fmt.Errorf("policy input: params: %w", err)
-		}
+func (in *Input) Value() (ast.Value, error) { return in.value(nil) }
+
+// value is Value with the parts that repeat from call to call taken from
+// ps (nil: every part built anew).
+func (in *Input) value(ps *inputParts) (ast.Value, error) {
+	params, err := ps.params(in.Params)
+	if err != nil {
+		return nil, fmt.Errorf("policy input: params: %w", err)
 	}
-	principal, err := in.Principal.value()
+	principal, err := ps.principal(in.Principal)
 	if err != nil {
 		return nil, err
 	}
-	t := in.Targets
 	// Evaluation never modifies its input: the empty lists share one term.
-	empty := ast.NewTerm(ast.NewArray())
+	empty := ps.empty()
+	return ast.NewObject(
+		ast.Item(ast.InternedTerm("principal"), principal),
+		strItem("tool", in.Tool),
+		strItem("method", in.Method),
+		strItem("path", in.Path),
+		strItem("concrete_path", in.ConcretePath),
+		ast.Item(ast.InternedTerm("params"), params),
+		strItem("risk", in.Risk.String()),
+		ast.Item(ast.InternedTerm("endpoint"), ps.endpoint(in.Endpoint)),
+		item("targets", targetsValue(in.Targets, empty)),
+		ast.Item(ast.InternedTerm("reaches_host"), reachValue(in.ReachesHost, empty)),
+		ast.Item(ast.InternedTerm("outside"), outsideValue(in.Outside, empty)),
+		ast.Item(ast.InternedTerm("guard"), ps.guard(in.Guard)),
+		ast.Item(ast.InternedTerm("time"), ps.time(in.Time)),
+		item("host", in.Host.value()),
+	), nil
+}
+
+// targetsValue is input.targets; empty is the empty list.
+func targetsValue(t Targets, empty *ast.Term) ast.Value {
 	list := func(k string, s []string) [2]*ast.Term {
 		if len(s) == 0 {
 			return ast.Item(ast.InternedTerm(k), empty)
@@ -510,7 +530,7 @@ func (in *Input) Value() (ast.Value, error) {
 		}
 		vmids = ast.NewTerm(ast.NewArray(terms...))
 	}
-	targets := ast.NewObject(
+	return ast.NewObject(
 		list("nodes", t.Nodes),
 		ast.Item(ast.InternedTerm("vmids"), vmids),
 		list("storages", t.Storages),
@@ -519,46 +539,38 @@ func (in *Input) Value() (ast.Value, error) {
 		list("services", t.Services),
 		list("commands", t.Commands),
 	)
-	hits := make([]*ast.Term, len(in.Guard.Hits))
-	for i, h := range in.Guard.Hits {
-		hits[i] = ast.NewTerm(ast.NewObject(
-			strItem("kind", h.Kind),
-			strItem("value", h.Value),
-			strItem("param", h.Param),
-		))
+}
+
+// guardValue is input.guard; empty is the empty list.
+func guardValue(g Guard, empty *ast.Term) ast.Value {
+	hits := empty
+	if len(g.Hits) > 0 {
+		terms := make([]*ast.Term, len(g.Hits))
+		for i, h := range g.Hits {
+			terms[i] = ast.NewTerm(ast.NewObject(
+				strItem("kind", h.Kind),
+				strItem("value", h.Value),
+				strItem("param", h.Param),
+			))
+		}
+		hits = ast.NewTerm(ast.NewArray(terms...))
 	}
-	hitsTerm := empty
-	if len(hits) > 0 {
-		hitsTerm = ast.NewTerm(ast.NewArray(hits...))
-	}
-	guard := ast.NewObject(
-		boolItem("evaluated", in.Guard.Evaluated),
-		ast.Item(ast.InternedTerm("hits"), hitsTerm),
-	)
-	endpoint := ast.NewObject(
-		strItem("risk", in.Endpoint.Risk.String()),
-		boolItem("expose_credentials", in.Endpoint.ExposeCredentials),
-		boolItem("download", in.Endpoint.Download),
-		boolItem("returns_secrets", in.Endpoint.ReturnsSecrets),
-		boolItem("reaches_outside", in.Endpoint.ReachesOutside),
-		boolItem("config_edit", in.Endpoint.ConfigEdit),
-	)
 	return ast.NewObject(
-		item("principal", principal),
-		strItem("tool", in.Tool),
-		strItem("method", in.Method),
-		strItem("path", in.Path),
-		strItem("concrete_path", in.ConcretePath),
-		item("params", params),
-		strItem("risk", in.Risk.String()),
-		item("endpoint", endpoint),
-		item("targets", targets),
-		ast.Item(ast.InternedTerm("reaches_host"), reachValue(in.ReachesHost, empty)),
-		ast.Item(ast.InternedTerm("outside"), outsideValue(in.Outside, empty)),
-		item("guard", guard),
-		item("time", timeValue(in.Time)),
-		item("host", in.Host.value()),
-	), nil
+		boolItem("evaluated", g.Evaluated),
+		ast.Item(ast.InternedTerm("hits"), hits),
+	)
+}
+
+// endpointValue is input.endpoint.
+func endpointValue(f EndpointFacts) ast.Value {
+	return ast.NewObject(
+		strItem("risk", f.Risk.String()),
+		boolItem("expose_credentials", f.ExposeCredentials),
+		boolItem("download", f.Download),
+		boolItem("returns_secrets", f.ReturnsSecrets),
+		boolItem("reaches_outside", f.ReachesOutside),
+		boolItem("config_edit", f.ConfigEdit),
+	)
 }
 
 // timeValue is the call's time in the engine's zone.
