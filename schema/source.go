@@ -17,10 +17,12 @@ import (
 // DefaultPath is where pve-docs installs the API schema on a PVE host.
 const DefaultPath = "/usr/share/pve-docs/api-viewer/apidoc.js"
 
-// DefaultDebounce is how long the watcher waits after the last change
-// before reading apidoc.js: a package manager writes, renames and chmods
-// within milliseconds.
-const DefaultDebounce = 200 * time.Millisecond
+// DefaultDebounce is how long the watcher waits after the last write to
+// apidoc.js in place before reading it: a writer that rewrites the file
+// itself makes many writes within milliseconds, and a read in between
+// would see part of the file. A file renamed over apidoc.js (as a package
+// manager installs it) is complete and is read at once, without it.
+const DefaultDebounce = 50 * time.Millisecond
 
 // Origin says where the live registry came from.
 type Origin string
@@ -281,8 +283,11 @@ func (s *Source) emit(ev Event) {
 
 // Watch follows apidoc.js until ctx ends. It watches the parent directory,
 // not the file, because package managers replace the file by renaming a
-// new one over it; every event naming the file restarts a debounce timer,
-// after which Reload re-reads and re-hashes it. If the directory itself
+// new one over it. A file renamed onto the path is complete, so it is read
+// at once; any other event naming the file (a write in place, a create, a
+// chmod, a removal) restarts a debounce timer, after which Reload re-reads
+// and re-hashes it. A file that does not parse never replaces the live
+// registry and is read again on the next event. If the directory itself
 // disappears, Watch waits for it to come back.
 func (s *Source) Watch(ctx context.Context) error {
 	dir, base := filepath.Dir(s.opts.Path), filepath.Base(s.opts.Path)
@@ -299,6 +304,7 @@ func (s *Source) Watch(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var retry <-chan time.Time
+	afterRename := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -307,10 +313,15 @@ func (s *Source) Watch(ctx context.Context) error {
 			if !ok {
 				return errors.New("schema watch: watcher closed")
 			}
-			switch {
-			case filepath.Base(ev.Name) == base:
+			act := eventAction(ev, dir, base, afterRename)
+			afterRename = act == watchSiblingRenamed
+			switch act {
+			case watchReadNow:
+				timer.Stop()
+				s.Reload(ctx) //nolint:errcheck // reported through status and Observe
+			case watchDebounce:
 				timer.Reset(s.opts.Debounce)
-			case filepath.Clean(ev.Name) == filepath.Clean(dir) && ev.Has(fsnotify.Remove|fsnotify.Rename):
+			case watchRewatch:
 				retry = time.After(time.Second)
 			}
 		case err, ok := <-w.Errors:
@@ -319,6 +330,7 @@ func (s *Source) Watch(ctx context.Context) error {
 			}
 			// Overflow and the like: re-read to be sure.
 			s.opts.Logger.Warn("schema: watcher error", "error", err)
+			afterRename = false
 			timer.Reset(s.opts.Debounce)
 		case <-timer.C:
 			s.Reload(ctx) //nolint:errcheck // reported through status and Observe
@@ -331,4 +343,38 @@ func (s *Source) Watch(ctx context.Context) error {
 			s.Reload(ctx) //nolint:errcheck // reported through status and Observe
 		}
 	}
+}
+
+// watchAction is what the watcher does with one event.
+type watchAction int
+
+const (
+	watchIgnore         watchAction = iota // another file's event
+	watchSiblingRenamed                    // another file in the directory renamed away
+	watchReadNow                           // a complete file renamed onto the path: read it now
+	watchDebounce                          // the file written, created, changed or removed: read it once quiet
+	watchRewatch                           // the directory itself went away
+)
+
+// eventAction classifies ev for the file base in dir. inotify reports a
+// rename(2) within the directory as a Rename of the old name followed at
+// once by a Create of the new one (fsnotify's translation of IN_MOVED_FROM
+// and IN_MOVED_TO), so a Create of base right after a sibling's Rename
+// (afterRename) is a complete file moved into place. A Create without it
+// is a file being written from empty (or moved in from another
+// directory): it waits for the debounce like any write.
+func eventAction(ev fsnotify.Event, dir, base string, afterRename bool) watchAction {
+	name := filepath.Clean(ev.Name)
+	switch {
+	case filepath.Base(name) == base && filepath.Dir(name) == filepath.Clean(dir):
+		if afterRename && ev.Op == fsnotify.Create {
+			return watchReadNow
+		}
+		return watchDebounce
+	case name == filepath.Clean(dir) && ev.Has(fsnotify.Remove|fsnotify.Rename):
+		return watchRewatch
+	case filepath.Dir(name) == filepath.Clean(dir) && ev.Op == fsnotify.Rename:
+		return watchSiblingRenamed
+	}
+	return watchIgnore
 }
