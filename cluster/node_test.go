@@ -397,8 +397,17 @@ func TestStaleLock(t *testing.T) {
 	if waited := time.Since(start); waited < time.Second {
 		t.Fatalf("the create waited %s for a lock pmxcfs keeps for 1 s", waited)
 	}
-	if err := os.Mkdir(lock, 0o700); err != nil {
-		t.Fatal(err)
+	// pve1's kernel may still hold the entry of the lock pve2 removed
+	// (FUSE caches entries for a second) and answer ENOENT meanwhile.
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		err := os.Mkdir(lock, 0o700)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	f := nodes[1].node.FS()
 	_, err := f.Lock(context.Background(), LockID, 300*time.Millisecond)

@@ -261,7 +261,11 @@ func (f *FS) Lock(ctx context.Context, id string, timeout time.Duration) (unlock
 				return nil
 			}, nil
 		}
-		if !errors.Is(err, fs.ErrExist) {
+		// ENOENT is retried too: a lock another node has just removed
+		// can answer it through this node's mount for as long as the
+		// kernel keeps the lock's entry (pmxcfs's FUSE caches entries for
+		// a second), and PVE's cfs_lock retries every failed mkdir.
+		if !errors.Is(err, fs.ErrExist) && !errors.Is(err, fs.ErrNotExist) {
 			return nil, f.writeError("lock", path.Join(lockDir, id), err)
 		}
 		left := time.Until(deadline)
