@@ -111,6 +111,10 @@ type Source struct {
 
 	mu     sync.Mutex // serializes checks and guards status
 	status Status
+	// shown is the copy of status that Status returns: published once the
+	// registry is swapped and its observer told, and again when a check
+	// ends, so a reader never waits for a parse or the cache write.
+	shown atomic.Pointer[Status]
 }
 
 // NewSource prepares a Source; call Load before Current.
@@ -132,17 +136,21 @@ func NewSource(opts SourceOptions) *Source {
 	if opts.Cache != nil {
 		s.status.CachePath = opts.Cache.Path()
 	}
+	s.publish()
 	return s
 }
 
 // Current returns the live registry, or nil before a successful Load.
 func (s *Source) Current() *Registry { return s.current.Load() }
 
-// Status returns a copy of the current status.
-func (s *Source) Status() Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
+// Status returns a copy of the current status. It does not wait for a
+// check in progress: it says what the last published state was.
+func (s *Source) Status() Status { return *s.shown.Load() }
+
+// publish makes the status as it is now what Status returns; s.mu is held.
+func (s *Source) publish() {
+	st := s.status
+	s.shown.Store(&st)
 }
 
 // Load builds the first registry from apidoc.js, falling back to the
@@ -151,6 +159,7 @@ func (s *Source) Status() Status {
 func (s *Source) Load(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publish()
 	now := s.opts.Now()
 	s.status.CheckedAt = now
 	reg, data, fileErr := s.readFile()
@@ -178,10 +187,13 @@ func (s *Source) Load(ctx context.Context) error {
 
 // Reload reads apidoc.js now (the watcher and SIGHUP call it). It swaps
 // the registry only for a valid file whose bytes differ from the live
-// registry's, and reports whether it did.
+// registry's, and reports whether it did. The new registry is served and
+// the observer told before the last-known-good cache is written (a write
+// and two fsyncs of the whole file), which only the next check waits for.
 func (s *Source) Reload(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publish()
 	now := s.opts.Now()
 	s.status.CheckedAt = now
 	data, err := ReadFile(s.opts.Path)
@@ -203,10 +215,13 @@ func (s *Source) Reload(ctx context.Context) (bool, error) {
 	}
 	s.install(reg, OriginFile, now)
 	s.status.Reloads++
-	s.storeCache(data, now)
 	s.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "schema: reloaded apidoc.js",
 		slog.String("sha256", reg.SHA256()), slog.Int("paths", reg.Paths()), slog.Int("methods", reg.Methods()))
 	s.emit(Event{Kind: EventReloaded, Registry: reg})
+	// The observer (the daemon's tool set) serves the new registry now:
+	// so does the status, before the cache is written.
+	s.publish()
+	s.storeCache(data, now)
 	return true, nil
 }
 

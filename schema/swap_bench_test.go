@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkSwapLatency measures how long a Source with the daemon's
-// settings (DefaultDebounce) takes from the moment a new apidoc.js is
+// settings (DefaultDebounce, a last-known-good cache) takes from the moment a new apidoc.js is
 // complete on disk to the moment its registry is served (Current returns
 // it and the observer has been told). The real PVE 9.1 and 8.4.5 files
 // alternate, so each write is a real change. "rename" writes the new
@@ -50,7 +50,8 @@ func writeInPlace(path string, data []byte) error { return os.WriteFile(path, da
 func benchSwap(b *testing.B, write func(path string, data []byte) error) {
 	versions := [][]byte{fixture(b, pve91), fixture(b, pve845)}
 	sums := []string{sha256Hex(versions[0]), sha256Hex(versions[1])}
-	path := filepath.Join(b.TempDir(), "apidoc.js")
+	dir := b.TempDir()
+	path := filepath.Join(dir, "apidoc.js")
 	if err := os.WriteFile(path, versions[1], 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -60,6 +61,7 @@ func benchSwap(b *testing.B, write func(path string, data []byte) error) {
 	var rejected atomic.Int64
 	src := NewSource(SourceOptions{
 		Path:   path,
+		Cache:  NewCache(filepath.Join(dir, "state")),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Observe: func(ev Event) {
 			switch ev.Kind {
