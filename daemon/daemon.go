@@ -140,7 +140,9 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		Observe: func(ev schema.Event) {
 			if ev.Kind == schema.EventReloaded && d.tools != nil {
 				d.tools.Refresh()
-				releaseStartGarbage()
+				// Not on the swap's path: the new schema is served (and
+				// its status shown) without waiting for a full collection.
+				go releaseStartGarbage()
 			}
 			d.observeSchema(ev)
 			d.observeSchemaMetrics(ev)
