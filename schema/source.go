@@ -112,8 +112,8 @@ type Source struct {
 	mu     sync.Mutex // serializes checks and guards status
 	status Status
 	// shown is the copy of status that Status returns: published once the
-	// registry is swapped and its observer told, and again when a check
-	// ends, so a reader never waits for a parse or the cache write.
+	// registry is swapped (before the observer is told) and again when a
+	// check ends, so a reader never waits for a parse or the cache write.
 	shown atomic.Pointer[Status]
 }
 
@@ -215,12 +215,11 @@ func (s *Source) Reload(ctx context.Context) (bool, error) {
 	}
 	s.install(reg, OriginFile, now)
 	s.status.Reloads++
+	// Served from here on: Current and Status say so, and the observer
+	// is told, before the cache is written.
 	s.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "schema: reloaded apidoc.js",
 		slog.String("sha256", reg.SHA256()), slog.Int("paths", reg.Paths()), slog.Int("methods", reg.Methods()))
 	s.emit(Event{Kind: EventReloaded, Registry: reg})
-	// The observer (the daemon's tool set) serves the new registry now:
-	// so does the status, before the cache is written.
-	s.publish()
 	s.storeCache(data, now)
 	return true, nil
 }
@@ -290,7 +289,10 @@ func (s *Source) storeCache(data []byte, now time.Time) {
 	s.status.CacheError = ""
 }
 
+// emit publishes the status, then tells the observer, which sees the
+// status of the event it is told of.
 func (s *Source) emit(ev Event) {
+	s.publish()
 	if s.opts.Observe != nil {
 		s.opts.Observe(ev)
 	}
