@@ -1,9 +1,7 @@
 package journal
 
 import (
-	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -138,15 +136,17 @@ const canonicalTag = "proxmox-mcp journal row\x00"
 // computeHash returns the hash the row should carry.
 func (r *row) computeHash() string {
 	var buf []byte
-	return hashFields(&buf, r.fields())
+	var h [2 * sha256.Size]byte
+	return string(hashFields(&buf, r.fields(), &h))
 }
 
-// hashFields hashes the row whose fields are given, in a buffer that a
-// loop can reuse.
-func hashFields(buf *[]byte, fields []any) string {
+// hashFields hashes the row whose fields are given into h, as hex, in a
+// buffer that a loop can reuse, and returns h's slice.
+func hashFields(buf *[]byte, fields []any, h *[2 * sha256.Size]byte) []byte {
 	*buf = appendCanonical((*buf)[:0], fields)
 	sum := sha256.Sum256(*buf)
-	return hex.EncodeToString(sum[:])
+	hex.Encode(h[:], sum[:])
+	return h[:]
 }
 
 // event converts a stored row to an Event.
@@ -214,155 +214,8 @@ type VerifyReport struct {
 	OpenIntents int `json:"open_intents"`
 }
 
-// verifyChunk is how many rows one query of Verify reads.
-const verifyChunk = 4096
-
-// Verify walks the whole chain in one read snapshot: ids are 1, 2, 3, …
-// with none missing, each row's prev_hash is the previous row's hash (the
-// first row's is 64 zeros), each row's hash is the SHA-256 of its
-// canonical encoding, each row is well formed (kind, format, time, every
-// receipt follows its intent), and the table of open intents agrees with
-// the rows. A break returns the report up to the break and a *ChainError
-// (errors.Is(err, ErrTampered)); any other error is a failure to read.
-func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
-	var rep VerifyReport
-	tx, err := j.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return rep, fmt.Errorf("journal: verify: %w", err)
-	}
-	defer tx.Rollback()
-	prev := genesis
-	open := map[string]int64{} // call id → intent id, for intents without a receipt
-	ops := map[opKey]string{}  // (key id, operation key) → call id, from the intents
-	var r row
-	var buf []byte
-	fields := r.fields()
-	for {
-		rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE id > ? ORDER BY id LIMIT ?`, rep.HeadID, verifyChunk)
-		if err != nil {
-			return rep, fmt.Errorf("journal: verify: %w", err)
-		}
-		n := 0
-		for rows.Next() {
-			n++
-			if err := rows.Scan(fields...); err != nil {
-				rows.Close()
-				return rep, chainErr(rep.HeadID+1, "unreadable row: %v", err)
-			}
-			if err := checkRow(&r, fields, rep.HeadID, prev, open, &buf); err != nil {
-				rows.Close()
-				return rep, err
-			}
-			if err := collectOperation(&r, ops); err != nil {
-				rows.Close()
-				return rep, err
-			}
-			prev = r.hash
-			rep.HeadID, rep.Head = r.id, r.hash
-			rep.Rows++
-		}
-		if err := rows.Close(); err != nil {
-			return rep, fmt.Errorf("journal: verify: %w", err)
-		}
-		if err := rows.Err(); err != nil {
-			return rep, fmt.Errorf("journal: verify: %w", err)
-		}
-		if n < verifyChunk {
-			break
-		}
-	}
-	// The rows may have been reordered or the highest rows deleted; the
-	// AUTOINCREMENT counter remembers the highest id ever given out.
-	var seq sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return rep, fmt.Errorf("journal: verify: %w", err)
-	}
-	if seq.Valid && seq.Int64 > rep.HeadID {
-		return rep, chainErr(rep.HeadID+1, "missing: ids up to %d were given out, the last row is %d", seq.Int64, rep.HeadID)
-	}
-	// The table of open intents is derived from the rows; it must agree.
-	stored := map[string]int64{}
-	rows, err := tx.QueryContext(ctx, `SELECT call_id, event_id FROM open_intents`)
-	if err != nil {
-		return rep, fmt.Errorf("journal: verify: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		var ev int64
-		if err := rows.Scan(&id, &ev); err != nil {
-			rows.Close()
-			return rep, fmt.Errorf("journal: verify: %w", err)
-		}
-		stored[id] = ev
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return rep, fmt.Errorf("journal: verify: %w", err)
-	}
-	for id, ev := range open {
-		if stored[id] != ev {
-			return rep, chainErr(ev, "intent %s has no receipt but is not listed as open", id)
-		}
-	}
-	for id, ev := range stored {
-		if open[id] != ev {
-			return rep, chainErr(ev, "call %s is listed as an open intent but the rows say otherwise", id)
-		}
-	}
-	if err := checkOperations(ctx, tx, ops); err != nil {
-		return rep, err
-	}
-	rep.OpenIntents = len(open)
-	return rep, nil
-}
-
 func chainErr(id int64, format string, args ...any) error {
 	return &ChainError{ID: id, Reason: fmt.Sprintf(format, args...)}
-}
-
-// checkRow checks one row against the previous one.
-func checkRow(r *row, fields []any, prevID int64, prevHash string, open map[string]int64, buf *[]byte) error {
-	if r.id != prevID+1 {
-		if r.id > prevID+1 {
-			return chainErr(prevID+1, "missing (the next row is %d)", r.id)
-		}
-		return chainErr(r.id, "out of order after row %d", prevID)
-	}
-	if r.format != 1 && r.format != rowFormat {
-		return chainErr(r.id, "unknown row format %d", r.format)
-	}
-	if r.format == 1 && r.detail != "" {
-		return chainErr(r.id, "a format 1 row has a detail")
-	}
-	if r.prevHash != prevHash {
-		return chainErr(r.id, "prev_hash %s is not the hash of row %d (%s)", short(r.prevHash), prevID, short(prevHash))
-	}
-	if h := hashFields(buf, fields); r.hash != h {
-		return chainErr(r.id, "hash %s does not match its contents (%s)", short(r.hash), short(h))
-	}
-	if _, err := time.Parse(timeLayout, r.time); err != nil {
-		return chainErr(r.id, "time %q is not %s", r.time, timeLayout)
-	}
-	switch Kind(r.kind) {
-	case KindCall:
-	case KindIntent:
-		if _, ok := open[r.callID]; ok {
-			return chainErr(r.id, "call id %s already has an open intent", r.callID)
-		}
-		open[r.callID] = r.id
-	case KindReceipt:
-		if _, ok := open[r.callID]; !ok {
-			return chainErr(r.id, "receipt for call %s follows no open intent", r.callID)
-		}
-		delete(open, r.callID)
-	case KindObservation, KindResolution, KindPlan, KindJob:
-		if r.format < 2 {
-			return chainErr(r.id, "a %s row needs format 2", r.kind)
-		}
-	default:
-		return chainErr(r.id, "unknown kind %q", r.kind)
-	}
-	return nil
 }
 
 func short(h string) string {

@@ -125,35 +125,92 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		{"a detail changed", func(t *testing.T, db *sql.DB) {
 			mustExec(t, db, `UPDATE events SET detail = '{"operation_key":"forged"}' WHERE id = 5`)
 		}, 5, "does not match its contents"},
+		// Around the chunk boundaries of the walks below (after rows 3, 4,
+		// 6, 8, 9): a row's change shows in the next chunk's first row.
+		{"the last row of a chunk changed, rehashed", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET key_name = 'bob' WHERE id = 4`)
+			rehash(t, db, 4)
+		}, 5, "prev_hash"},
+		{"the first row of a chunk changed", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET path = '/' WHERE id = 9`)
+		}, 9, "does not match its contents"},
+		{"a whole chunk deleted", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM events WHERE id BETWEEN 5 AND 8`)
+		}, 5, "missing (the next row is 9)"},
+		{"the last row renumbered far ahead", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET id = 1000000000000000 WHERE id = 10`)
+		}, 10, "missing (the next row is 1000000000000000)"},
+		{"the receipt removed", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM events WHERE id = 6`)
+		}, 6, "missing (the next row is 7)"},
+		{"a second intent for an open call, rechained", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `DROP INDEX events_call`)
+			mustExec(t, db, `UPDATE events SET kind = 'intent', call_id = (SELECT call_id FROM events WHERE id = 10) WHERE id = 7`)
+			rechain(t, db, 7)
+		}, 10, "already has an open intent"},
+		{"an intent made a call, rechained", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET kind = 'call', detail = '' WHERE id = 5`)
+			rechain(t, db, 5)
+		}, 6, "follows no open intent"},
+		{"a value holding the fast walk's separator", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, "UPDATE events SET error = 'a\x1fb' WHERE id = 3")
+		}, 3, "does not match its contents"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "journal.db")
-			j, err := Open(ctx, path, Options{Logger: quietLog()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer j.Close()
-			seed(t, j)
-			if rep, err := j.Verify(ctx); err != nil || rep.Rows != 10 || rep.OpenIntents != 1 {
-				t.Fatalf("before tampering: %+v, %v", rep, err)
-			}
-			tc.tamper(t, tamperer(t, path))
-			rep, err := j.Verify(ctx)
-			var ce *ChainError
-			if !errors.Is(err, ErrTampered) || !errors.As(err, &ce) {
-				t.Fatalf("verify after tampering = %+v, %v", rep, err)
-			}
-			if ce.ID != tc.id || !strings.Contains(ce.Reason, tc.reason) {
-				t.Errorf("break at row %d (%s), want row %d (%s)", ce.ID, ce.Reason, tc.id, tc.reason)
-			}
-			// A break in the rows stops the walk there; a disagreement of the
-			// open intents is found after the walk.
-			if walked := strings.Contains(tc.reason, "open"); !walked && rep.Rows >= tc.id {
-				t.Errorf("report counts %d verified rows, the break is at %d", rep.Rows, tc.id)
-			}
-		})
+		// Verify reads chunks of ids in parallel; the first break is the
+		// same whichever rows share a chunk.
+		for _, chunk := range []int64{defaultVerifyChunk, 4, 3, 1} {
+			t.Run(fmt.Sprintf("%s/chunk %d", tc.name, chunk), func(t *testing.T) {
+				t.Parallel()
+				verifyTampered(t, chunk, tc.tamper, tc.id, tc.reason)
+			})
+		}
+	}
+}
+
+// verifyTampered seeds a journal, tampers with it, and checks that Verify,
+// walking chunks of the given size, breaks at row id for reason.
+func verifyTampered(t *testing.T, chunk int64, tamper func(*testing.T, *sql.DB), id int64, reason string) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(ctx, path, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.verifyChunk = chunk
+	seed(t, j)
+	if rep, err := j.Verify(ctx); err != nil || rep.Rows != 10 || rep.OpenIntents != 1 {
+		t.Fatalf("before tampering: %+v, %v", rep, err)
+	}
+	tamper(t, tamperer(t, path))
+	rep, err := j.Verify(ctx)
+	var ce *ChainError
+	if !errors.Is(err, ErrTampered) || !errors.As(err, &ce) {
+		t.Fatalf("verify after tampering = %+v, %v", rep, err)
+	}
+	if ce.ID != id || !strings.Contains(ce.Reason, reason) {
+		t.Errorf("break at row %d (%s), want row %d (%s)", ce.ID, ce.Reason, id, reason)
+	}
+	// A break in the rows stops the walk there; a disagreement of the
+	// open intents is found after the walk.
+	if walked := strings.Contains(reason, "open"); !walked && rep.Rows >= id {
+		t.Errorf("report counts %d verified rows, the break is at %d", rep.Rows, id)
+	}
+}
+
+// rechain rehashes the rows from id on, each linked to the one before, as
+// someone who knows the encoding would to hide a change.
+func rechain(t *testing.T, db *sql.DB, id int64) {
+	t.Helper()
+	var last int64
+	if err := db.QueryRow(`SELECT max(id) FROM events`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	for ; id <= last; id++ {
+		mustExec(t, db, `UPDATE events SET prev_hash = (SELECT hash FROM events WHERE id = ?) WHERE id = ?`, id-1, id)
+		rehash(t, db, id)
 	}
 }
 
@@ -211,9 +268,9 @@ func TestTruncationNeedsAKeptHead(t *testing.T) {
 	}
 }
 
-func mustExec(t *testing.T, db *sql.DB, s string) {
+func mustExec(t *testing.T, db *sql.DB, s string, args ...any) {
 	t.Helper()
-	if _, err := db.Exec(s); err != nil {
+	if _, err := db.Exec(s, args...); err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}
 }
@@ -301,9 +358,9 @@ func TestVerifyAcrossChunks(t *testing.T) {
 	}
 	ctx := context.Background()
 	j := openTest(t, Options{})
-	fill(t, j, 2*verifyChunk+17)
+	fill(t, j, 2*defaultVerifyChunk+17)
 	rep, err := j.Verify(ctx)
-	if err != nil || rep.Rows != 2*verifyChunk+17 {
+	if err != nil || rep.Rows != 2*defaultVerifyChunk+17 {
 		t.Fatalf("verify = %+v, %v", rep, err)
 	}
 }

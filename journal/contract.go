@@ -232,28 +232,6 @@ func CheckOperationKey(k string) error { return checkOperationKey(k) }
 
 type opKey struct{ keyID, key string }
 
-// collectOperation notes the operation key of a verified intent.
-func collectOperation(r *row, ops map[opKey]string) error {
-	if Kind(r.kind) != KindIntent || r.detail == "" {
-		return nil
-	}
-	var d struct {
-		OperationKey string `json:"operation_key"`
-	}
-	if err := json.Unmarshal([]byte(r.detail), &d); err != nil {
-		return chainErr(r.id, "detail is not a JSON object: %v", err)
-	}
-	if d.OperationKey == "" {
-		return nil
-	}
-	k := opKey{r.keyID, d.OperationKey}
-	if prev, dup := ops[k]; dup {
-		return chainErr(r.id, "operation key %q of key %s was already used by call %s", d.OperationKey, r.keyID, prev)
-	}
-	ops[k] = r.callID
-	return nil
-}
-
 // checkOperations compares the operations index with the intents.
 func checkOperations(ctx context.Context, tx *sql.Tx, ops map[opKey]string) error {
 	rows, err := tx.QueryContext(ctx, `SELECT key_id, operation_key, call_id FROM operations`)

@@ -95,6 +95,9 @@ type Journal struct {
 	// only (read and written by the writer goroutine alone).
 	relaxCalls bool
 	relaxed    bool
+	// verifyChunk is how many ids one query of Verify covers
+	// (defaultVerifyChunk; tests make it small to cross many chunks).
+	verifyChunk int64
 
 	mu      sync.RWMutex // guards closed and sending on reqs
 	closed  bool
@@ -124,6 +127,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	j := &Journal{
 		path: abs, log: opts.Logger, now: opts.Now, poll: opts.PollInterval, relaxCalls: opts.RelaxCalls,
 		maxBatch: opts.MaxBatch, readOnly: opts.ReadOnly, changed: make(chan struct{}), observe: opts.ObserveCommit,
+		verifyChunk: defaultVerifyChunk,
 	}
 	if j.log == nil {
 		j.log = slog.Default()
