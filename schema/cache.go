@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -50,7 +51,12 @@ func (c *Cache) Path() string { return c.path }
 // Store writes data, already validated as a registry, with its metadata.
 func (c *Cache) Store(meta CacheMeta, data []byte) error {
 	sum := sha256.Sum256(data)
-	meta.SHA256 = hex.EncodeToString(sum[:])
+	return c.store(meta, data, hex.EncodeToString(sum[:]))
+}
+
+// store is Store of bytes whose hex SHA-256 the caller has computed.
+func (c *Cache) store(meta CacheMeta, data []byte, sha string) error {
+	meta.SHA256 = sha
 	meta.Size = len(data)
 	header, err := json.Marshal(meta)
 	if err != nil {
@@ -100,6 +106,40 @@ func (c *Cache) Load() (CacheMeta, []byte, error) {
 		return meta, nil, fmt.Errorf("schema cache %s: content does not match its header (sha256 %s, want %s): damaged", c.path, got, meta.SHA256)
 	}
 	return meta, data, nil
+}
+
+// maxCacheHeader bounds the header loadHeader reads: a few hundred bytes
+// of JSON (the source path, the hash, the size and a time).
+const maxCacheHeader = 64 << 10
+
+// loadHeader reads the header of the cache alone, without the cached
+// bytes and without checking them: enough to see that the cache holds
+// other bytes than a reload's, which is then written over it without
+// reading and hashing the 3.9 MB it held.
+func (c *Cache) loadHeader() (CacheMeta, error) {
+	var meta CacheMeta
+	f, err := os.Open(c.path)
+	if err != nil {
+		return meta, fmt.Errorf("schema cache: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, len(cacheMagic)+maxCacheHeader)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return meta, fmt.Errorf("schema cache %s: %w", c.path, err)
+	}
+	rest, ok := bytes.CutPrefix(buf[:n], []byte(cacheMagic))
+	if !ok {
+		return meta, fmt.Errorf("schema cache %s: not a proxmox-mcp schema cache (bad header)", c.path)
+	}
+	header, _, ok := bytes.Cut(rest, []byte{'\n'})
+	if !ok {
+		return meta, fmt.Errorf("schema cache %s: truncated header", c.path)
+	}
+	if err := json.Unmarshal(header, &meta); err != nil {
+		return meta, fmt.Errorf("schema cache %s: header: %w", c.path, err)
+	}
+	return meta, nil
 }
 
 // LoadRegistry loads and parses the cached schema.

@@ -1,9 +1,11 @@
 package schema
 
 import (
-	"encoding/json"
+	"bytes"
 	"slices"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Facts are what an endpoint is, beside its risk class: whether it edits a
@@ -189,18 +191,80 @@ func (r *Registry) isConfigEdit(ep *Endpoint) bool {
 		return false
 	}
 	get := r.Lookup("GET", ep.Path)
-	if get == nil || len(get.Returns) == 0 {
+	return get != nil && len(get.Returns) > 0 && objectWithDigest(get.Returns)
+}
+
+// objectWithDigest reports whether a return schema is of type object and
+// lists a digest property. It reads the schema token by token and skips
+// every value but the type and the properties' names, where decoding it
+// whole cost 5 ms of each parse of PVE 9.1. It reads the keys as
+// encoding/json would into a struct of the two (any case of the key, the
+// last one wins, null leaves a value as it is, any other type is no).
+func objectWithDigest(ret jsontext.Value) bool {
+	dec := jsontext.NewDecoder(bytes.NewReader(ret), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}
-	var ret struct {
-		Type       string                     `json:"type"`
-		Properties map[string]json.RawMessage `json:"properties"`
+	typ, digest := "", false
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return false
+		}
+		switch key := name.String(); {
+		case strings.EqualFold(key, "type"):
+			tok, err := dec.ReadToken()
+			switch {
+			case err != nil:
+				return false
+			case tok.Kind() == '"':
+				typ = tok.String()
+			case tok.Kind() != 'n':
+				return false
+			}
+		case strings.EqualFold(key, "properties"):
+			var ok bool
+			if digest, ok = hasName(dec, "digest"); !ok {
+				return false
+			}
+		default:
+			if dec.SkipValue() != nil {
+				return false
+			}
+		}
 	}
-	if json.Unmarshal(get.Returns, &ret) != nil || ret.Type != "object" {
+	if _, err := dec.ReadToken(); err != nil {
 		return false
 	}
-	_, ok := ret.Properties["digest"]
-	return ok
+	return typ == "object" && digest
+}
+
+// hasName reads the next value, an object or null, and reports whether it
+// is an object with a member called name; ok is false for any other value.
+func hasName(dec *jsontext.Decoder, name string) (has, ok bool) {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return false, false
+	}
+	switch tok.Kind() {
+	case 'n':
+		return false, true
+	case '{':
+	default:
+		return false, false
+	}
+	for dec.PeekKind() != '}' {
+		key, err := dec.ReadToken()
+		if err != nil {
+			return false, false
+		}
+		has = has || key.String() == name
+		if dec.SkipValue() != nil {
+			return false, false
+		}
+	}
+	_, err = dec.ReadToken()
+	return has, err == nil
 }
 
 // targetParams lists the parameters of ep that name targets: by name

@@ -40,6 +40,20 @@ func Parse(data []byte) (*Registry, error) {
 		default:
 		}
 	}()
+	return parse(data, sum)
+}
+
+// parseHashed is Parse of bytes whose hex SHA-256 the caller has already
+// computed (a reload hashes the file to see whether it changed), so that
+// the file is hashed once per check.
+func parseHashed(data []byte, sha string) (*Registry, error) {
+	sum := make(chan string, 1)
+	sum <- sha
+	return parse(data, sum)
+}
+
+// parse builds the registry; sum yields the bytes' hex SHA-256.
+func parse(data []byte, sum <-chan string) (*Registry, error) {
 	nodes, err := extract(data)
 	if err != nil {
 		return nil, err

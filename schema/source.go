@@ -165,7 +165,7 @@ func (s *Source) Load(ctx context.Context) error {
 	reg, data, fileErr := s.readFile()
 	if fileErr == nil {
 		s.install(reg, OriginFile, now)
-		s.storeCache(data, now)
+		s.storeCache(data, reg.SHA256(), now)
 		s.emit(Event{Kind: EventLoaded, Registry: reg})
 		return nil
 	}
@@ -204,12 +204,13 @@ func (s *Source) Reload(ctx context.Context) (bool, error) {
 		return false, s.reject(ctx, err, now)
 	}
 	live := s.current.Load()
-	if live != nil && sha256Hex(data) == live.SHA256() && s.status.Origin == OriginFile {
+	sum := sha256Hex(data) // the only hash of the file in a check
+	if live != nil && sum == live.SHA256() && s.status.Origin == OriginFile {
 		s.clearError()
 		s.emit(Event{Kind: EventUnchanged, Registry: live})
 		return false, nil
 	}
-	reg, err := Parse(data)
+	reg, err := parseHashed(data, sum)
 	if err != nil {
 		return false, s.reject(ctx, fmt.Errorf("%s: %w", s.opts.Path, err), now)
 	}
@@ -220,7 +221,7 @@ func (s *Source) Reload(ctx context.Context) (bool, error) {
 	s.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "schema: reloaded apidoc.js",
 		slog.String("sha256", reg.SHA256()), slog.Int("paths", reg.Paths()), slog.Int("methods", reg.Methods()))
 	s.emit(Event{Kind: EventReloaded, Registry: reg})
-	s.storeCache(data, now)
+	s.storeCache(data, reg.SHA256(), now)
 	return true, nil
 }
 
@@ -270,23 +271,36 @@ func (s *Source) clearError() {
 	s.status.LastErrorAt = nil
 }
 
-// storeCache keeps the validated bytes as last-known-good unless the cache
-// already holds them.
-func (s *Source) storeCache(data []byte, now time.Time) {
+// storeCache keeps the validated bytes (whose hex SHA-256 is sum) as
+// last-known-good unless the cache already holds them intact. A cache
+// whose header names other bytes is written over without reading the
+// bytes it held; one that names these is checked whole, and rewritten if
+// damaged.
+func (s *Source) storeCache(data []byte, sum string, now time.Time) {
 	if s.opts.Cache == nil {
 		return
 	}
-	if meta, _, err := s.opts.Cache.Load(); err == nil && meta.SHA256 == sha256Hex(data) {
+	if s.cacheHolds(sum) {
 		s.status.CacheError = ""
 		return
 	}
-	err := s.opts.Cache.Store(CacheMeta{Source: s.opts.Path, ValidatedAt: now.UTC()}, data)
+	err := s.opts.Cache.store(CacheMeta{Source: s.opts.Path, ValidatedAt: now.UTC()}, data, sum)
 	if err != nil {
 		s.status.CacheError = err.Error()
 		s.opts.Logger.Warn("schema: cannot write the last-known-good cache", "error", err)
 		return
 	}
 	s.status.CacheError = ""
+}
+
+// cacheHolds reports whether the cache holds, intact, the bytes whose
+// hex SHA-256 is sum.
+func (s *Source) cacheHolds(sum string) bool {
+	if meta, err := s.opts.Cache.loadHeader(); err != nil || meta.SHA256 != sum {
+		return false
+	}
+	meta, _, err := s.opts.Cache.Load()
+	return err == nil && meta.SHA256 == sum
 }
 
 // emit publishes the status, then tells the observer, which sees the
