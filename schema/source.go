@@ -203,14 +203,12 @@ func (s *Source) Reload(ctx context.Context) (bool, error) {
 		}
 		return false, s.reject(ctx, err, now)
 	}
-	live := s.current.Load()
-	sum := sha256Hex(data) // the only hash of the file in a check
-	if live != nil && sum == live.SHA256() && s.status.Origin == OriginFile {
+	reg, unchanged, err := s.parseChanged(data)
+	if unchanged {
 		s.clearError()
-		s.emit(Event{Kind: EventUnchanged, Registry: live})
+		s.emit(Event{Kind: EventUnchanged, Registry: s.current.Load()})
 		return false, nil
 	}
-	reg, err := parseHashed(data, sum)
 	if err != nil {
 		return false, s.reject(ctx, fmt.Errorf("%s: %w", s.opts.Path, err), now)
 	}
@@ -223,6 +221,24 @@ func (s *Source) Reload(ctx context.Context) (bool, error) {
 	s.emit(Event{Kind: EventReloaded, Registry: reg})
 	s.storeCache(data, reg.SHA256(), now)
 	return true, nil
+}
+
+// parseChanged parses data unless it is the live registry's file, and
+// hashes it once either way. Bytes of another size than the live file's
+// have changed: they are hashed on the other core while they are parsed.
+// Bytes of the same size are hashed first, and parsed if that differs.
+func (s *Source) parseChanged(data []byte) (reg *Registry, unchanged bool, err error) {
+	live := s.current.Load()
+	if live == nil || s.status.Origin != OriginFile || len(data) != live.Size() {
+		reg, err = Parse(data)
+		return reg, false, err
+	}
+	sum := sha256Hex(data)
+	if sum == live.SHA256() {
+		return nil, true, nil
+	}
+	reg, err = parseHashed(data, sum)
+	return reg, false, err
 }
 
 func (s *Source) reject(ctx context.Context, err error, now time.Time) error {
