@@ -134,6 +134,88 @@ func BenchmarkCallOverhead(b *testing.B) {
 	})
 }
 
+// BenchmarkCallOverhead16: the read of BenchmarkCallOverhead from 16
+// clients at once, each sending its next call when its last is answered:
+// straight to the simulator (one PVE client shared, as the daemon shares
+// it) and through the daemon (a session and an operator key each). ns/op
+// is per call across all clients; p50 and p99 are of single calls.
+func BenchmarkCallOverhead16(b *testing.B) {
+	const clients = 16
+	real := realSchema(b)
+	r := newRig(b, func(cfg map[string]any) {
+		if real != nil {
+			real(cfg)
+		}
+		// Measure the daemon, not the per-key rate limit.
+		cfg["http"] = map[string]any{"rate_per_key": 1e6, "burst_per_key": 1000}
+	})
+	r.start()
+	const path = "/nodes/pve1/qemu/101/status/current"
+	b.Run("direct", func(b *testing.B) {
+		c := r.pveClient(b, "operator")
+		call := func(int) error {
+			var out map[string]any
+			return c.Get(context.Background(), path, nil, &out)
+		}
+		runConcurrently(b, clients, call)
+	})
+	b.Run("daemon", func(b *testing.B) {
+		sessions := make([]*mcptest.Session, clients)
+		args := map[string]any{"method": "GET", "path": path}
+		for i := range sessions {
+			sessions[i] = r.session(b, r.keyNamed(b, fmt.Sprintf("overhead-%d-%d", b.N, i), "operator"))
+			if _, err := sessions[i].Call("proxmox_api_call", args); err != nil { // the key's first check, the visibility
+				b.Fatal(err)
+			}
+		}
+		call := func(i int) error {
+			_, err := sessions[i].Call("proxmox_api_call", args)
+			return err
+		}
+		runConcurrently(b, clients, call)
+	})
+}
+
+// runConcurrently makes b.N calls from n goroutines (call(i) is the i-th
+// goroutine's), each timed, and reports their p50 and p99.
+func runConcurrently(b *testing.B, n int, call func(i int) error) {
+	var mu sync.Mutex
+	remaining := b.N
+	var d []time.Duration
+	errc := make(chan error, n)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for i := range n {
+		wg.Go(func() {
+			var mine []time.Duration
+			defer func() { mu.Lock(); d = append(d, mine...); mu.Unlock() }()
+			for {
+				mu.Lock()
+				if remaining == 0 {
+					mu.Unlock()
+					return
+				}
+				remaining--
+				mu.Unlock()
+				t0 := time.Now()
+				if err := call(i); err != nil {
+					errc <- err
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	select {
+	case err := <-errc:
+		b.Fatal(err)
+	default:
+	}
+	reportPercentiles(b, d, "")
+}
+
 // pveClient is a PVE client of a tier's simulator token, as the daemon has.
 func (r *rig) pveClient(tb testing.TB, tier string) *pve.Client {
 	tb.Helper()
