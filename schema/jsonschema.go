@@ -60,6 +60,21 @@ func (e *Endpoint) InputSchema() json.RawMessage {
 	return marshalCompact(root)
 }
 
+// ParamSchema is the schema InputSchema gives the parameter named name
+// (a top-level parameter, not a numbered key) and whether it is required:
+// the same values, numbers typed as InputSchema writes them, in a new map
+// the caller may change. It is nil when the endpoint has no such
+// parameter. It spares a caller that needs a few parameters' schemas the
+// JSON round trip of the whole InputSchema.
+func (e *Endpoint) ParamSchema(name string) (s map[string]any, required bool) {
+	p := e.params[name]
+	if p == nil || p.Indexed {
+		return nil, false
+	}
+	prose := !p.commonProse && !slices.Contains(e.PathParams, p.Name)
+	return paramSchemaWith(p, prose), p.Required()
+}
+
 // marshalCompact encodes without HTML escaping ("<integer>" stays readable)
 // and without the trailing newline.
 func marshalCompact(v any) json.RawMessage {

@@ -342,11 +342,10 @@ func (cs *curated) inputSchema(eps map[string]*schema.Endpoint) map[string]any {
 		var schemas []map[string]any
 		req := true
 		for _, kind := range kinds {
-			in := endpointProperties(eps[kind])
-			if p, ok := in.props[name]; ok {
+			if p, preq := eps[kind].ParamSchema(name); p != nil {
 				have = append(have, kind)
 				schemas = append(schemas, p)
-				req = req && in.required[name]
+				req = req && preq
 			}
 		}
 		if len(schemas) == 0 {
@@ -386,28 +385,6 @@ func kindOnly(kind string) string {
 		return "VMs only."
 	}
 	return "Containers only."
-}
-
-// paramProps is an endpoint's input schema, read back: its properties
-// and which are required.
-type paramProps struct {
-	props    map[string]map[string]any
-	required map[string]bool
-}
-
-func endpointProperties(ep *schema.Endpoint) paramProps {
-	var in struct {
-		Properties map[string]map[string]any `json:"properties"`
-		Required   []string                  `json:"required"`
-	}
-	if err := json.Unmarshal(ep.InputSchema(), &in); err != nil {
-		panic(fmt.Sprintf("tools: input schema of %s: %v", ep.Key(), err))
-	}
-	out := paramProps{props: in.Properties, required: map[string]bool{}}
-	for _, r := range in.Required {
-		out.required[r] = true
-	}
-	return out
 }
 
 // mergeParamSchemas is one parameter's schema where VMs and containers
@@ -862,9 +839,12 @@ func envelopeSchema(data, extra map[string]any) json.RawMessage {
 func returnsSchema(eps map[string]*schema.Endpoint) map[string]any {
 	var out map[string]any
 	for _, kind := range slices.Sorted(maps.Keys(eps)) {
-		var ret map[string]any
 		ep := eps[kind]
-		if len(ep.Returns) == 0 || json.Unmarshal(ep.Returns, &ret) != nil {
+		if len(ep.Returns) == 0 {
+			return map[string]any{}
+		}
+		ret, err := returnShape(ep.Returns)
+		if err != nil {
 			return map[string]any{}
 		}
 		s := tolerant(ret, 0)
