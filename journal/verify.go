@@ -92,13 +92,13 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		return VerifyReport{}, fmt.Errorf("journal: verify: %w", err)
 	}
 	defer tx.Rollback()
-	var head sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT max(id) FROM events`).Scan(&head); err != nil {
-		return VerifyReport{}, fmt.Errorf("journal: verify: %w", err)
+	head, err := headID(ctx, tx)
+	if err != nil {
+		return VerifyReport{}, err
 	}
 	w := newWalk()
-	if head.Valid && head.Int64 > 0 {
-		if err := j.walkChunks(ctx, tx, head.Int64, w); err != nil {
+	if head > 0 {
+		if err := j.walkChunks(ctx, tx, head, w); err != nil {
 			return w.rep, err
 		}
 	}
@@ -106,6 +106,24 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		return w.rep, err
 	}
 	return w.rep, nil
+}
+
+// headID is the highest id, 0 for no rows. SQLite orders text after
+// every number, so an id that is not an integer (a table rebuilt without
+// its INTEGER PRIMARY KEY) shows here and is a break.
+func headID(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var head any
+	if err := tx.QueryRowContext(ctx, `SELECT max(id) FROM events`).Scan(&head); err != nil {
+		return 0, fmt.Errorf("journal: verify: %w", err)
+	}
+	switch h := head.(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		return h, nil
+	default:
+		return 0, chainErr(0, "an id is not an integer: %s", short(fmt.Sprint(h)))
+	}
 }
 
 // walkChunks reads the rows 1..head in chunks, in parallel, and feeds
@@ -210,7 +228,7 @@ func (c *chunkChecker) checkFast(ctx context.Context, tx *sql.Tx, lo, hi int64) 
 	defer rows.Close()
 	facts := make([]linkFacts, 0, hi-lo+1)
 	var joined sql.NullString
-	for rows.Next() {
+	for rows.Next() && !overfull(facts, lo, hi) {
 		if err := rows.Scan(&joined); err != nil {
 			return nil, false, err
 		}
@@ -231,7 +249,7 @@ func (c *chunkChecker) checkByColumn(ctx context.Context, tx *sql.Tx, lo, hi int
 	}
 	defer rows.Close()
 	var facts []linkFacts
-	for rows.Next() {
+	for rows.Next() && !overfull(facts, lo, hi) {
 		if err := rows.Scan(c.fields...); err != nil {
 			return append(facts, linkFacts{unreadable: err.Error()}), nil
 		}
@@ -239,6 +257,11 @@ func (c *chunkChecker) checkByColumn(ctx context.Context, tx *sql.Tx, lo, hi int
 	}
 	return facts, rows.Err()
 }
+
+// overfull reports whether a chunk has more rows than ids: then two
+// share an id, and the walk breaks among the rows read, so a file of
+// copies of one row costs no more than a chunk.
+func overfull(facts []linkFacts, lo, hi int64) bool { return int64(len(facts)) > hi-lo+1 }
 
 // splitRow splits a joined row into a row's fields (row.fields). The
 // strings share the joined value's memory. It reports false unless the

@@ -65,10 +65,7 @@ func TestVerifyRefusesANullColumn(t *testing.T) {
 	defer j.Close()
 	seed(t, j)
 	db := tamperer(t, path)
-	// The table as it is declared refuses a NULL; an intruder rebuilds it.
-	mustExec(t, db, `CREATE TABLE loose AS SELECT * FROM events`)
-	mustExec(t, db, `DROP TABLE events`)
-	mustExec(t, db, `ALTER TABLE loose RENAME TO events`)
+	loosen(t, db) // the table as it is declared refuses a NULL
 	mustExec(t, db, "UPDATE events SET key_name = NULL, profile = 'bob\x1fadmin' WHERE id = 3")
 	// The hash of the row as a split of the joined value reads it:
 	// key_name "bob", profile "admin".
@@ -203,6 +200,52 @@ func TestFastQuerySplitsAsColumnsRead(t *testing.T) {
 		}
 		if fast != slow {
 			t.Errorf("row %d: joined and split\n%+v\ncolumn by column\n%+v", id, fast, slow)
+		}
+	}
+}
+
+// loosen rebuilds the events table without its constraints (no primary
+// key, no NOT NULL, no STRICT), as an intruder who wants to store what
+// the journal's table refuses would.
+func loosen(t *testing.T, db *sql.DB) {
+	t.Helper()
+	mustExec(t, db, `CREATE TABLE loose AS SELECT * FROM events`)
+	mustExec(t, db, `DROP TABLE events`)
+	mustExec(t, db, `ALTER TABLE loose RENAME TO events`)
+}
+
+// Rows a loosened table can hold and the journal's cannot: ids shared by
+// two rows, many copies of one row, an id that is not an integer.
+func TestVerifyLoosenedTable(t *testing.T) {
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, db *sql.DB)
+		id     int64
+		reason string
+	}{
+		{"a row copied", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `INSERT INTO events SELECT * FROM events WHERE id = 5`)
+		}, 5, "out of order after row 5"},
+		{"a row copied ten thousand times", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+				INSERT INTO events SELECT events.* FROM events, n WHERE id = 2`)
+		}, 2, "out of order after row 2"},
+		{"an id that is text", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET id = 'ten' WHERE id = 10`)
+		}, 0, "an id is not an integer: ten"},
+		{"an id that is a real number", func(t *testing.T, db *sql.DB) {
+			mustExec(t, db, `UPDATE events SET id = 4.5 WHERE id = 4`)
+		}, 4, "unreadable row"},
+	}
+	for _, tc := range cases {
+		for _, chunk := range []int64{defaultVerifyChunk, 3} {
+			t.Run(fmt.Sprintf("%s/chunk %d", tc.name, chunk), func(t *testing.T) {
+				t.Parallel()
+				verifyTampered(t, chunk, func(t *testing.T, db *sql.DB) {
+					loosen(t, db)
+					tc.tamper(t, db)
+				}, tc.id, tc.reason)
+			})
 		}
 	}
 }
