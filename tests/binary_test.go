@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/proxmox-mcp/proxmox-mcp/tests/internal/gobuild"
 )
 
 var (
@@ -41,7 +43,7 @@ func binary(t testing.TB) string {
 		binPath = filepath.Join(dir, "proxmox-mcp")
 		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "../cmd/proxmox-mcp")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
+		out, err := gobuild.CombinedOutput(cmd)
 		if err != nil {
 			buildErr = err
 			t.Logf("%s", out)

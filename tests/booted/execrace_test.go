@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/tests/internal/gobuild"
 )
 
 // installExecrace builds tests/booted/execrace and copies it into the
@@ -20,7 +22,7 @@ func (c *Container) installExecrace(t *testing.T) {
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./tests/booted/execrace")
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := gobuild.CombinedOutput(cmd); err != nil {
 		t.Fatal(&buildError{"go build ./tests/booted/execrace", err, out})
 	}
 	c.CopyFile(bin, "/usr/local/bin/execrace", 0o755)
@@ -48,6 +50,7 @@ type execraceReport struct {
 // own exit statuses still tell a sandbox that could not start the
 // program from a program's status.
 func TestBootedExecStartRace(t *testing.T) {
+	t.Parallel()
 	c := Boot(t, rootfs(t), Options{})
 	c.installExecrace(t)
 	run := func(t *testing.T, args ...string) execraceReport {

@@ -3,6 +3,7 @@ package booted
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/proxmox-mcp/proxmox-mcp/tests/internal/gobuild"
 )
 
 // built is what the tests install: the Debian package `make deb` makes,
@@ -33,8 +36,21 @@ var (
 	buildDir  string
 )
 
-// TestMain removes what the builds left.
+// parallel is how many of the tests run at once unless -test.parallel
+// says otherwise. Each boots containers of its own and spends most of its
+// time waiting on them (apt, systemd's timeouts, a 30 s watchdog), not on
+// a CPU: go test's default, GOMAXPROCS, is 2 on a 2-CPU runner.
+const parallel = 4
+
+// TestMain runs up to parallel tests at once and removes what the builds
+// left.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(parallel)) //nolint:errcheck // the testing package's own flag
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -71,7 +87,7 @@ func build(t *testing.T) built {
 			cmd := exec.Command(b[0], b[1:]...)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
+			if out, err := gobuild.CombinedOutput(cmd); err != nil {
 				builds.err = &buildError{strings.Join(b, " "), err, out}
 				return
 			}
@@ -225,6 +241,7 @@ const unit = "proxmox-mcp.service"
 // with the initial root key, the sandbox holding, and apt purge with
 // proxmox-mcp uninstall leaving nothing.
 func TestBootedInstall(t *testing.T) {
+	t.Parallel()
 	c, b := node(t)
 	deb := "/root/" + filepath.Base(b.Deb)
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/proxmox-mcp/proxmox-mcp/tests/internal/gobuild"
 )
 
 // The daemon's lifecycle under the real systemd 257, each test in a
@@ -83,7 +85,7 @@ func (c *Container) installWedge(t *testing.T) {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", wedgeBin, "./tests/booted/wedge")
 		cmd.Dir = repoRoot(t)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := gobuild.CombinedOutput(cmd); err != nil {
 			wedgeErr = &buildError{"go build ./tests/booted/wedge", err, out}
 		}
 	})
@@ -156,6 +158,7 @@ func monotonic(t *testing.T, p map[string]string, name string) time.Duration {
 // `systemctl start` does not return. Once the lock is released the daemon
 // sends READY=1, the unit is active and `systemctl start` returns.
 func TestBootedNotifyStart(t *testing.T) {
+	t.Parallel()
 	c, _, _ := installed(t)
 	c.installWedge(t)
 	if res := c.Run(context.Background(), "systemctl", "stop", unit); !res.OK() {
@@ -229,6 +232,7 @@ func TestBootedNotifyStart(t *testing.T) {
 // it (Restart=on-failure). The restarted daemon serves the same keys and
 // its journal's chain is intact.
 func TestBootedWatchdog(t *testing.T) {
+	t.Parallel()
 	c, _, key := installed(t)
 	c.installWedge(t)
 	p := c.show(t, unit, "WatchdogUSec", "MainPID", "NRestarts")
@@ -318,6 +322,7 @@ type callResult struct {
 // is answered with its task's result, and only then does the daemon exit 0
 // (Result=success), within TimeoutStopSec.
 func TestBootedStopDrains(t *testing.T) {
+	t.Parallel()
 	c, _, key := installed(t)
 	// The node's PVE runs tasks at 2.5 times their usual length (a start
 	// takes 5 s), through a drop-in on the stand-in pveproxy.
@@ -526,7 +531,7 @@ func newerDeb(t *testing.T, b built) (deb, version string) {
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version="+upgradeVer, "-o", bin, "./cmd/proxmox-mcp")
 		cmd.Dir = repoRoot(t)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := gobuild.CombinedOutput(cmd); err != nil {
 			upgradeErr = &buildError{"go build (upgrade)", err, out}
 			return
 		}
@@ -591,6 +596,7 @@ func (c *Container) daemonVersion(t *testing.T) string {
 // docs/packaging.md says; no unit of ours is left loaded and active, and
 // the installer's unit, its binary gone, is skipped rather than failed.
 func TestBootedUpgrade(t *testing.T) {
+	t.Parallel()
 	c, b, key := installed(t)
 	newDeb, newVer := newerDeb(t, b)
 	c.CopyFile(newDeb, "/root/"+filepath.Base(newDeb), 0o644)
