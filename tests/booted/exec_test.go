@@ -128,7 +128,6 @@ func execCall(t *testing.T, mc *client.Client, ctx context.Context, args map[str
 // no shell; a read-only key runs only the reviewed diagnostics. Then
 // `true` through all of it against a bare systemd-run --wait --pipe true.
 func TestBootedExec(t *testing.T) {
-	t.Parallel()
 	c, b := node(t)
 	installHost(t, c, b, `"host": {"roots": [{"path": "/var/log"}, {"path": "/srv", "write": true}, {"path": "/mnt", "write": true}]},
 	"protected": {"paths": ["/mnt/model-repo"]},`)

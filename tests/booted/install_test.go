@@ -3,7 +3,6 @@ package booted
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,21 +35,8 @@ var (
 	buildDir  string
 )
 
-// parallel is how many of the tests run at once unless -test.parallel
-// says otherwise. Each boots containers of its own and spends most of its
-// time waiting on them (apt, systemd's timeouts, a 30 s watchdog), not on
-// a CPU: go test's default, GOMAXPROCS, is 2 on a 2-CPU runner.
-const parallel = 4
-
-// TestMain runs up to parallel tests at once and removes what the builds
-// left.
+// TestMain removes what the builds left.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(parallel)) //nolint:errcheck // the testing package's own flag
-	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -241,7 +227,6 @@ const unit = "proxmox-mcp.service"
 // with the initial root key, the sandbox holding, and apt purge with
 // proxmox-mcp uninstall leaving nothing.
 func TestBootedInstall(t *testing.T) {
-	t.Parallel()
 	c, b := node(t)
 	deb := "/root/" + filepath.Base(b.Deb)
 

@@ -25,7 +25,6 @@ func rootfs(t *testing.T) string {
 // TestBootedSystemd: the bed is what PVE 9 runs: systemd 257 as init, the
 // system bus, journald, and a network of its own.
 func TestBootedSystemd(t *testing.T) {
-	t.Parallel()
 	c := Boot(t, rootfs(t), Options{})
 	if v := c.Must("systemctl", "--version"); !strings.HasPrefix(v, "systemd 257 ") {
 		t.Errorf("systemctl --version: %q, want systemd 257", strings.SplitN(v, "\n", 2)[0])
