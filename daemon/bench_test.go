@@ -141,15 +141,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 // is per call across all clients; p50 and p99 are of single calls.
 func BenchmarkCallOverhead16(b *testing.B) {
 	const clients = 16
-	real := realSchema(b)
-	r := newRig(b, func(cfg map[string]any) {
-		if real != nil {
-			real(cfg)
-		}
-		// Measure the daemon, not the per-key rate limit.
-		cfg["http"] = map[string]any{"rate_per_key": 1e6, "burst_per_key": 1000}
-	})
-	r.start()
+	r := unlimitedRig(b)
 	const path = "/nodes/pve1/qemu/101/status/current"
 	b.Run("direct", func(b *testing.B) {
 		c := r.pveClient(b, "operator")
@@ -233,15 +225,7 @@ func (r *rig) pveClient(tb testing.TB, tier string) *pve.Client {
 func BenchmarkThroughput16Clients(b *testing.B) {
 	for _, keysN := range []int{1, 16} {
 		b.Run(fmt.Sprintf("keys=%d", keysN), func(b *testing.B) {
-			real := realSchema(b)
-			r := newRig(b, func(cfg map[string]any) {
-				if real != nil {
-					real(cfg)
-				}
-				// Measure the daemon, not the per-key rate limit.
-				cfg["http"] = map[string]any{"rate_per_key": 1e6, "burst_per_key": 1000}
-			})
-			r.start()
+			r := unlimitedRig(b)
 			var ks []string
 			for i := range keysN {
 				ks = append(ks, r.keyNamed(b, fmt.Sprintf("bench-%d", i), "read-only"))
@@ -289,6 +273,21 @@ func BenchmarkThroughput16Clients(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 		})
 	}
+}
+
+// unlimitedRig is a started rig on the real schema (when it is here)
+// with no per-key rate limit to speak of: the daemon is measured, not
+// the limiter.
+func unlimitedRig(b *testing.B) *rig {
+	real := realSchema(b)
+	r := newRig(b, func(cfg map[string]any) {
+		if real != nil {
+			real(cfg)
+		}
+		cfg["http"] = map[string]any{"rate_per_key": 1e6, "burst_per_key": 1000}
+	})
+	r.start()
+	return r
 }
 
 // realSchema points the daemon at the real PVE 9.1 apidoc.js when

@@ -38,6 +38,20 @@ func seed(t *testing.T, j *Journal) {
 	}
 }
 
+// seeded opens a journal in a directory of its own, seeded, and returns
+// it with its file's path.
+func seeded(t *testing.T) (*Journal, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(context.Background(), path, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	seed(t, j)
+	return j, path
+}
+
 // tamperer is a second connection to the journal's file, as someone with
 // write access to it would have: the append-only triggers are dropped
 // first, as such a person would.
@@ -218,13 +232,7 @@ func rechain(t *testing.T, db *sql.DB, id int64) {
 // Rows cannot be changed or removed through SQL while the triggers stand.
 func TestAppendOnlyTriggers(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := Open(ctx, path, Options{Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	seed(t, j)
+	j, path := seeded(t)
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -245,13 +253,7 @@ func TestAppendOnlyTriggers(t *testing.T) {
 // which docs/journal.md states.
 func TestTruncationNeedsAKeptHead(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := Open(ctx, path, Options{Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	seed(t, j)
+	j, path := seeded(t)
 	kept, err := j.Verify(ctx)
 	if err != nil {
 		t.Fatal(err)

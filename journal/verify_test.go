@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -57,13 +56,7 @@ func TestVerifyRowsHoldingTheSeparator(t *testing.T) {
 // row must not verify.
 func TestVerifyRefusesANullColumn(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := Open(ctx, path, Options{Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	seed(t, j)
+	j, path := seeded(t)
 	db := tamperer(t, path)
 	loosen(t, db) // the table as it is declared refuses a NULL
 	mustExec(t, db, "UPDATE events SET key_name = NULL, profile = 'bob\x1fadmin' WHERE id = 3")
