@@ -103,8 +103,7 @@ func BenchmarkColdStart(b *testing.B) {
 // read sent straight to the simulator with the PVE client. The difference
 // of the medians is the daemon's overhead.
 func BenchmarkCallOverhead(b *testing.B) {
-	r := newRig(b, realSchema(b))
-	r.start()
+	r := unlimitedRig(b)
 	key := r.key("operator")
 	b.Run("direct", func(b *testing.B) {
 		c := r.pveClient(b, "operator")
@@ -155,7 +154,7 @@ func BenchmarkCallOverhead16(b *testing.B) {
 		sessions := make([]*mcptest.Session, clients)
 		args := map[string]any{"method": "GET", "path": path}
 		for i := range sessions {
-			sessions[i] = r.session(b, r.keyNamed(b, fmt.Sprintf("overhead-%d-%d", b.N, i), "operator"))
+			sessions[i] = r.session(b, r.keyNamed(b, fmt.Sprintf("overhead-%d-%d", time.Now().UnixNano(), i), "operator"))
 			if _, err := sessions[i].Call("proxmox_api_call", args); err != nil { // the key's first check, the visibility
 				b.Fatal(err)
 			}
