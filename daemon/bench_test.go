@@ -236,40 +236,11 @@ func BenchmarkThroughput16Clients(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var next sync.Mutex
-			remaining := 0
-			b.ResetTimer()
-			start := time.Now()
-			remaining = b.N
-			var wg sync.WaitGroup
-			errc := make(chan error, len(sessions))
-			for _, s := range sessions {
-				wg.Add(1)
-				go func(s *mcptest.Session) {
-					defer wg.Done()
-					for {
-						next.Lock()
-						if remaining == 0 {
-							next.Unlock()
-							return
-						}
-						remaining--
-						next.Unlock()
-						if _, err := s.Call("proxmox_schema_status", nil); err != nil {
-							errc <- err
-							return
-						}
-					}
-				}(s)
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			select {
-			case err := <-errc:
-				b.Fatal(err)
-			default:
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+			runConcurrently(b, len(sessions), func(i int) error {
+				_, err := sessions[i].Call("proxmox_schema_status", nil)
+				return err
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 		})
 	}
 }
