@@ -73,6 +73,8 @@ type Daemon struct {
 	reconciler *changes.Reconciler
 	recon      reconciliation
 	reconWG    sync.WaitGroup
+	// warm works out first listings in advance (warm.go).
+	warm warmer
 
 	// The HTTP guards every listener shares.
 	sessions      *transport.Sessions
@@ -123,6 +125,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	cfg := opts.Config
 	d := &Daemon{opts: opts, cfg: cfg, log: opts.Logger, ready: make(chan struct{}), errc: make(chan error, 1), started: time.Now()}
+	d.warm.log = d.log
 	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
@@ -143,6 +146,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 				// Not on the swap's path: the new schema is served (and
 				// its status shown) without waiting for a full collection.
 				go releaseStartGarbage()
+				d.warm.kick()
 			}
 			d.observeSchema(ev)
 			d.observeSchemaMetrics(ev)
@@ -286,6 +290,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	reconCtx, stopRecon := context.WithCancel(ctx)
 	defer stopRecon()
 	d.reconWG.Go(func() { d.reconcileOpen(reconCtx, started) })
+	// Every key of a built-in profile shares its first listing: worked out
+	// now and after each swap, no caller waits for it.
+	warmCtx, stopWarm := context.WithCancel(ctx)
+	defer stopWarm()
+	d.warm.start(warmCtx, func(ctx context.Context) error { return d.engine.Warm(ctx, d.schema.Current()) })
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -317,6 +326,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	stopWatch()
 	stopRecon()
+	stopWarm()
+	d.warm.stop()
 	d.reconWG.Wait()
 	d.pve.close()
 	if err := d.jrnl.Close(); err != nil && runErr == nil {
@@ -604,6 +615,11 @@ func (d *Daemon) ServeStdio(ctx context.Context, in *os.File, out *os.File, c to
 	go d.schema.Watch(watchCtx) //nolint:errcheck // status reports watcher errors
 	defer d.jrnl.Close()
 	defer d.pve.close()
+	// The session's one caller lists first, while the client is still
+	// initializing: its visible tools are worked out now, and after a swap.
+	defer d.warm.stop()
+	defer stop()
+	d.warm.start(watchCtx, func(ctx context.Context) error { return d.tools.Warm(ctx, c) })
 	return transport.ServeStdio(ctx, d.tools.MCP(), in, out, func(ctx context.Context) context.Context {
 		return tools.WithCaller(ctx, c)
 	}, d.log)

@@ -67,12 +67,16 @@ type Engine struct {
 
 	compiling singleflight.Group // by policy id and digest
 	flights   singleflight.Group // visibility computations, by cache key
+	building  singleflight.Group // listing cases, by registry
 	vis       *visCache
 
 	// testHookJoined, when set, runs after a caller of VisibleTools has
 	// joined (or started) a computation; testHookCompute at the start of
 	// each computation.
 	testHookJoined, testHookCompute func()
+	// testHookCasesAsked, when set, runs as listingCases is called;
+	// testHookCasesBuilt as a registry's cases are built.
+	testHookCasesAsked, testHookCasesBuilt func()
 }
 
 // customEntry is the compiled active version of a custom policy, or why it
@@ -290,26 +294,64 @@ func (e *Engine) computeVisible(ctx context.Context, c *Compiled, reg *schema.Re
 	return tools, nil
 }
 
-// listingCases returns the cases of reg, built once per registry.
+// listingCases returns the cases of reg, built once per registry: callers
+// that ask while they are being built wait for that build.
 func (e *Engine) listingCases(reg *schema.Registry) (*listingCases, error) {
+	if e.testHookCasesAsked != nil {
+		e.testHookCasesAsked()
+	}
 	e.mu.Lock()
 	lc, ok := e.cases.get(reg.SHA256())
 	e.mu.Unlock()
 	if ok {
 		return lc, nil
 	}
-	lc, err := newListingCases(reg)
+	v, err, _ := e.building.Do(reg.SHA256(), func() (any, error) {
+		e.mu.Lock()
+		lc, ok := e.cases.get(reg.SHA256())
+		e.mu.Unlock()
+		if ok {
+			return lc, nil
+		}
+		if e.testHookCasesBuilt != nil {
+			e.testHookCasesBuilt()
+		}
+		lc, err := newListingCases(reg)
+		if err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if dropped, ok := e.cases.put(lc.registry, lc); ok {
+			// Answers for a registry no longer listed are never asked for
+			// again (it is neither served nor finishing calls).
+			e.vis.dropRegistry(dropped)
+		}
+		return lc, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if dropped, ok := e.cases.put(lc.registry, lc); ok {
-		// Answers for a registry no longer listed are never asked for
-		// again (it is neither served nor finishing calls).
-		e.vis.dropRegistry(dropped)
+	return v.(*listingCases), nil
+}
+
+// Warm computes, in advance, what the first listing of reg costs a key
+// of each built-in profile: the registry's listing cases and, for each
+// profile, its classes of cases and its visible tools (the built-in
+// profiles read nothing of the principal, so one answer serves every
+// key). The daemon calls it when a schema is loaded or swapped, so that
+// no caller's first tools/list pays for it. It stops at the first error
+// or when ctx ends.
+func (e *Engine) Warm(ctx context.Context, reg *schema.Registry) error {
+	for _, p := range Profiles() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := e.VisibleTools(ctx, Binding{Profile: p}, Principal{Profile: p}, reg); err != nil {
+			return fmt.Errorf("policy: warm %s: %w", p, err)
+		}
 	}
-	return lc, nil
+	return nil
 }
 
 // VisibilityStats returns what VisibleTools did so far.

@@ -431,6 +431,16 @@ func (v visibility) writes() bool {
 	return false
 }
 
+// Warm works out now what the caller's first tools/list needs and keeps it
+// (the policy's visible tools over the served registry, and the map built
+// from them), so that the list does not wait for it; a list that comes
+// while it runs joins it. An error is the policy's, and is the list's to
+// report.
+func (s *Server) Warm(ctx context.Context, c Caller) error {
+	_, err := s.visible(ctx, c)
+	return err
+}
+
 // visible is the set of endpoints the caller's policy could ever allow and
 // the daemon-wide switches permit.
 func (s *Server) visible(ctx context.Context, c Caller) (visibility, error) {
