@@ -579,8 +579,12 @@ func LocalRoot() tools.Caller {
 }
 
 // StdioCaller verifies a key for a stdio session.
+// While the key is checked (scrypt), the listing cases every policy
+// shares are built; once it is accepted, the caller's own first listing
+// (ServeStdio).
 func (d *Daemon) StdioCaller(ctx context.Context, key string) (tools.Caller, error) {
 	key = strings.TrimSpace(key)
+	d.warm.start(ctx, func(context.Context) error { return d.engine.PrepareListing(d.schema.Current()) })
 	p, err := d.verify.Verify(ctx, key, "stdio")
 	if err != nil {
 		return tools.Caller{}, fmt.Errorf("the key was not accepted: %w", err)

@@ -81,6 +81,7 @@ func (l *Local) Close() error {
 // Close closes what New opened, for a daemon that will not Run or serve:
 // the PVE clients and the journal.
 func (d *Daemon) Close() error {
+	d.warm.stop()
 	d.pve.close()
 	return d.jrnl.Close()
 }

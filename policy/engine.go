@@ -335,6 +335,14 @@ func (e *Engine) listingCases(reg *schema.Registry) (*listingCases, error) {
 	return v.(*listingCases), nil
 }
 
+// PrepareListing builds reg's listing cases now, the part of a first
+// listing every policy shares (9.5 ms on PVE 9.1), for a caller that does
+// not know yet which policy will list.
+func (e *Engine) PrepareListing(reg *schema.Registry) error {
+	_, err := e.listingCases(reg)
+	return err
+}
+
 // Warm computes, in advance, what the first listing of reg costs a key
 // of each built-in profile: the registry's listing cases and, for each
 // profile, its classes of cases and its visible tools (the built-in
