@@ -24,13 +24,18 @@ import (
 	"github.com/proxmox-mcp/proxmox-mcp/atomicfile"
 )
 
+// RacyInterval is how long after keys.json was last changed the store
+// reads it again on every Snapshot (each key check): a change within the
+// file system's timestamp granularity could leave its size and times as
+// they were. Past it, a Snapshot is one stat.
+const RacyInterval = 2 * time.Second
+
 // File names in the state directory.
 const (
-	FileName     = "keys.json"
-	lockName     = "keys.lock"
-	formatVer    = 1
-	maxFileSize  = 16 << 20
-	racyInterval = 2 * time.Second
+	FileName    = "keys.json"
+	lockName    = "keys.lock"
+	formatVer   = 1
+	maxFileSize = 16 << 20
 )
 
 // Errors callers branch on.
@@ -159,7 +164,7 @@ func newSnapshot(recs []Record, fp fingerprint, sum [sha256.Size]byte, loaded ti
 	for i := range sn.records {
 		sn.byID[sn.records[i].ID] = &sn.records[i]
 	}
-	sn.racy = fp.exists && loaded.Sub(fp.mtime) < racyInterval
+	sn.racy = fp.exists && loaded.Sub(fp.mtime) < RacyInterval
 	return sn
 }
 
@@ -211,7 +216,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if c2 := s.snap.Load(); c2 != cur && c2 != nil && c2.fp == fp && !c2.racy {
 		return c2, nil
 	}
-	if c2 := s.snap.Load(); c2 != nil && s.badLogged && s.badFP == fp && s.opts.Now().Sub(fp.mtime) >= racyInterval {
+	if c2 := s.snap.Load(); c2 != nil && s.badLogged && s.badFP == fp && s.opts.Now().Sub(fp.mtime) >= RacyInterval {
 		return c2, nil // the same broken file as before: not worth another read
 	}
 	sn, err := s.read()
