@@ -50,6 +50,10 @@ type Options struct {
 	Logger  *slog.Logger
 	// Lifecycle hears of readiness, reloads and stopping (systemd).
 	Lifecycle Lifecycle
+	// Profiles are the built-in policy profiles already compiled, for a
+	// process that makes several daemons (the demo's, the tests'); nil:
+	// New compiles them.
+	Profiles *policy.CompiledProfiles
 }
 
 // Daemon is the running system.
@@ -158,7 +162,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.pstore, err = policy.NewStore(cfg.StateDir, time.Now); err != nil {
 		return nil, fmt.Errorf("policy store: %w", err)
 	}
-	if d.engine, err = policy.NewEngine(ctx, d.pstore, policy.EngineOptions{Logger: d.log}); err != nil {
+	if d.engine, err = policy.NewEngine(ctx, d.pstore, policy.EngineOptions{Logger: d.log, Profiles: opts.Profiles}); err != nil {
 		return nil, fmt.Errorf("policy engine: %w", err)
 	}
 	if d.keys, err = keys.Open(cfg.StateDir, keys.Options{Logger: d.log}); err != nil {

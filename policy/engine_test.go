@@ -552,3 +552,45 @@ func TestWarmLeavesNothingForTheFirstListing(t *testing.T) {
 		t.Errorf("Warm with a cancelled context: %v, want context.Canceled", err)
 	}
 }
+
+// Engines given one set of compiled profiles share them and answer as an
+// engine that compiled its own; each keeps its own visibility cache.
+func TestEnginesShareCompiledProfiles(t *testing.T) {
+	reg := fixtureRegistry(t, pve91)
+	ctx := context.Background()
+	profiles, err := CompileProfiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewEngine(ctx, nil, EngineOptions{Profiles: profiles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewEngine(ctx, nil, EngineOptions{Profiles: profiles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := NewEngine(ctx, nil, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range Profiles() {
+		if a.builtins[p] != b.builtins[p] {
+			t.Errorf("%s compiled twice for engines given the same profiles", p)
+		}
+		got, err := a.VisibleTools(ctx, Binding{Profile: p}, Principal{KeyID: "k"}, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := own.VisibleTools(ctx, Binding{Profile: p}, Principal{KeyID: "k"}, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d visible tools with shared profiles, %d with its own", p, len(got), len(want))
+		}
+	}
+	if st := b.VisibilityStats(); st.Computations != 0 || st.Entries != 0 {
+		t.Errorf("engine b's cache %+v: want it untouched by engine a's listings", st)
+	}
+}

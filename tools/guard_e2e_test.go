@@ -70,7 +70,7 @@ func newGuardedHarness(t *testing.T) (*harness, *pve.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := policy.NewEngine(context.Background(), store, policy.EngineOptions{})
+	engine, err := policy.NewEngine(context.Background(), store, engineOptions(t, policy.EngineOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func newHostBedWith(t testing.TB, o hostBedOpts) *hostBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := policy.NewEngine(ctx, ps, policy.EngineOptions{Logger: log})
+	eng, err := policy.NewEngine(ctx, ps, engineOptions(t, policy.EngineOptions{Logger: log}))
 	if err != nil {
 		t.Fatal(err)
 	}

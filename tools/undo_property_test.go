@@ -85,7 +85,7 @@ func newUndoBase(t *testing.T) *undoBase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := policy.NewEngine(context.Background(), store, policy.EngineOptions{})
+	engine, err := policy.NewEngine(context.Background(), store, engineOptions(t, policy.EngineOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
