@@ -150,7 +150,7 @@ func BenchmarkVisibleTools(b *testing.B) {
 	}
 	policies := map[string]*Compiled{}
 	for _, prof := range Profiles() {
-		policies[prof] = e.builtins[prof]
+		policies[prof] = mustProfile(b, e, prof)
 	}
 	for _, ex := range []string{"vm-100-199", "working-hours", "tailnet-grant"} {
 		src, err := os.ReadFile("examples/" + ex + ".rego")

@@ -52,30 +52,60 @@ type EngineOptions struct {
 	VisibilityCacheEntries int
 	// Logger receives compile errors of custom policies (slog.Default()).
 	Logger *slog.Logger
-	// Profiles are the built-in profiles already compiled
-	// (CompileProfiles), for engines that share them; nil: NewEngine
-	// compiles its own.
+	// Profiles are the built-in profiles, for engines that share them
+	// (CompileProfiles, LazyProfiles); nil: the engine's own, each
+	// compiled on its first use.
 	Profiles *CompiledProfiles
 }
 
-// CompiledProfiles are the built-in profiles, compiled. A compiled policy
-// is safe for concurrent use and keys what it caches by registry, so one
-// set serves any number of engines: a process that makes several (the
-// tests, a rig per case) compiles them once, not per engine (about 100 ms
-// of CPU apiece under the race detector).
-type CompiledProfiles struct{ byName map[string]*Compiled }
+// CompiledProfiles are the built-in profiles, each compiled once, when
+// first used (20 ms of CPU apiece; a stdio session or a CLI command uses
+// one). A compiled policy is safe for concurrent use and keys what it
+// caches by registry, so one set serves any number of engines: a process
+// that makes several (the tests, a rig per case) compiles each profile
+// once, not per engine.
+type CompiledProfiles struct {
+	byName map[string]func() (*Compiled, error)
+}
 
-// CompileProfiles compiles every built-in profile.
+// LazyProfiles returns a set that compiles each profile on first use;
+// callers who ask while it compiles wait for that compilation.
+func LazyProfiles() *CompiledProfiles {
+	cp := &CompiledProfiles{byName: map[string]func() (*Compiled, error){}}
+	for _, p := range Profiles() {
+		cp.byName[p] = sync.OnceValues(func() (*Compiled, error) {
+			c, err := CompileBuiltin(context.Background(), p)
+			if err != nil {
+				return nil, fmt.Errorf("policy: built-in profile %s: %w", p, err)
+			}
+			return c, nil
+		})
+	}
+	return cp
+}
+
+// CompileProfiles compiles every built-in profile now.
 func CompileProfiles(ctx context.Context) (*CompiledProfiles, error) {
-	cp := &CompiledProfiles{byName: map[string]*Compiled{}}
+	cp := &CompiledProfiles{byName: map[string]func() (*Compiled, error){}}
 	for _, p := range Profiles() {
 		c, err := CompileBuiltin(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("policy: built-in profile %s: %w", p, err)
 		}
-		cp.byName[p] = c
+		cp.byName[p] = func() (*Compiled, error) { return c, nil }
 	}
 	return cp, nil
+}
+
+// get returns the compiled profile name, compiling it if it is the first
+// use; ok is false for a name that is not a built-in profile.
+func (cp *CompiledProfiles) get(name string) (c *Compiled, ok bool, err error) {
+	f := cp.byName[name]
+	if f == nil {
+		return nil, false, nil
+	}
+	c, err = f()
+	return c, true, err
 }
 
 // Engine decides calls for keys: it holds the compiled built-in profiles
@@ -83,7 +113,7 @@ func CompileProfiles(ctx context.Context) (*CompiledProfiles, error) {
 type Engine struct {
 	store    *Store
 	opts     EngineOptions
-	builtins map[string]*Compiled
+	builtins *CompiledProfiles
 
 	mu     sync.Mutex
 	custom map[string]*customEntry
@@ -112,7 +142,8 @@ type customEntry struct {
 	err      error
 }
 
-// NewEngine compiles the built-in profiles. store may be nil when no custom
+// NewEngine returns an engine whose built-in profiles are opts.Profiles,
+// or compiled each on its first use. store may be nil when no custom
 // policy is used.
 func NewEngine(ctx context.Context, store *Store, opts EngineOptions) (*Engine, error) {
 	if opts.Timeout <= 0 {
@@ -129,12 +160,9 @@ func NewEngine(ctx context.Context, store *Store, opts EngineOptions) (*Engine, 
 	}
 	profiles := opts.Profiles
 	if profiles == nil {
-		var err error
-		if profiles, err = CompileProfiles(ctx); err != nil {
-			return nil, err
-		}
+		profiles = LazyProfiles()
 	}
-	e := &Engine{store: store, opts: opts, builtins: profiles.byName, custom: map[string]*customEntry{},
+	e := &Engine{store: store, opts: opts, builtins: profiles, custom: map[string]*customEntry{},
 		vis: newVisCache(opts.VisibilityCacheEntries)}
 	return e, nil
 }
@@ -148,11 +176,11 @@ func (e *Engine) Policy(ctx context.Context, b Binding) (*Compiled, error) {
 	case b.Profile != "" && b.Policy != "":
 		return nil, fmt.Errorf("policy: a key has a profile or a policy, not both")
 	case b.Profile != "":
-		c := e.builtins[b.Profile]
-		if c == nil {
+		c, ok, err := e.builtins.get(b.Profile)
+		if !ok {
 			return nil, fmt.Errorf("policy: %q is not a built-in profile", b.Profile)
 		}
-		return c, nil
+		return c, err
 	case b.Policy == "":
 		return nil, fmt.Errorf("policy: the key has neither a profile nor a policy")
 	case e.store == nil:

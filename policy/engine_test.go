@@ -575,7 +575,7 @@ func TestEnginesShareCompiledProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range Profiles() {
-		if a.builtins[p] != b.builtins[p] {
+		if mustProfile(t, a, p) != mustProfile(t, b, p) {
 			t.Errorf("%s compiled twice for engines given the same profiles", p)
 		}
 		got, err := a.VisibleTools(ctx, Binding{Profile: p}, Principal{KeyID: "k"}, reg)
@@ -592,5 +592,38 @@ func TestEnginesShareCompiledProfiles(t *testing.T) {
 	}
 	if st := b.VisibilityStats(); st.Computations != 0 || st.Entries != 0 {
 		t.Errorf("engine b's cache %+v: want it untouched by engine a's listings", st)
+	}
+}
+
+// mustProfile is the engine's compiled profile p.
+func mustProfile(tb testing.TB, e *Engine, p string) *Compiled {
+	tb.Helper()
+	c, err := e.Policy(context.Background(), Binding{Profile: p})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// An engine compiles a built-in profile when it is first used, once
+// however many callers ask at once.
+func TestProfilesCompiledOnFirstUse(t *testing.T) {
+	e, err := NewEngine(context.Background(), nil, EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]*Compiled, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i] = mustProfile(t, e, Operator) })
+	}
+	wg.Wait()
+	for i, c := range got {
+		if c != got[0] {
+			t.Fatalf("caller %d got another compilation of operator", i)
+		}
+	}
+	if _, err := e.Policy(context.Background(), Binding{Profile: "operators"}); err == nil || !strings.Contains(err.Error(), `"operators" is not a built-in profile`) {
+		t.Errorf("an unknown profile: %v", err)
 	}
 }

@@ -178,7 +178,7 @@ func TestVisibilityIsSoundAndNoCoarserThanPartialEvaluation(t *testing.T) {
 	}
 	policies := map[string]*Compiled{}
 	for _, prof := range Profiles() {
-		policies[prof] = e.builtins[prof]
+		policies[prof] = mustProfile(t, e, prof)
 	}
 	examples, err := os.ReadDir("examples")
 	if err != nil {
