@@ -10,18 +10,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // DefaultPath is where pve-docs installs the API schema on a PVE host.
 const DefaultPath = "/usr/share/pve-docs/api-viewer/apidoc.js"
 
-// DefaultDebounce is how long the watcher waits after the last write to
-// apidoc.js in place before reading it: a writer that rewrites the file
-// itself makes many writes within milliseconds, and a read in between
-// would see part of the file. A file renamed over apidoc.js (as a package
-// manager installs it) is complete and is read at once, without it.
+// DefaultDebounce is how long the watcher waits after the last change of
+// apidoc.js that does not say the file is complete before reading it: a
+// writer that rewrites the file itself makes many writes within
+// milliseconds, and a read in between would see part of the file. A file
+// renamed over apidoc.js (as a package manager installs it), or on Linux
+// closed after writing, is complete and is read at once, without it.
 const DefaultDebounce = 50 * time.Millisecond
 
 // Origin says where the live registry came from.
@@ -90,7 +89,8 @@ type SourceOptions struct {
 	Path string
 	// Cache keeps the last-known-good copy; nil disables it.
 	Cache *Cache
-	// Debounce delays reads after file events; DefaultDebounce when zero.
+	// Debounce delays reads after the events that do not say the file is
+	// complete (see Watch); DefaultDebounce when zero.
 	Debounce time.Duration
 	// Logger receives one line per event; slog.Default() when nil.
 	Logger *slog.Logger
@@ -330,15 +330,17 @@ func (s *Source) emit(ev Event) {
 
 // Watch follows apidoc.js until ctx ends. It watches the parent directory,
 // not the file, because package managers replace the file by renaming a
-// new one over it. A file renamed onto the path is complete, so it is read
-// at once; any other event naming the file (a write in place, a create, a
-// chmod, a removal) restarts a debounce timer, after which Reload re-reads
-// and re-hashes it. A file that does not parse never replaces the live
-// registry and is read again on the next event. If the directory itself
-// disappears, Watch waits for it to come back.
+// new one over it. A file that is complete is read at once: one renamed
+// onto the path, or (on Linux, where inotify says so) one closed after
+// writing. Any other event naming the file (a write to a file still open,
+// a create, a chmod, a removal) restarts a debounce timer, after which
+// Reload re-reads and re-hashes it; so do lost events (a queue overflow).
+// A file that does not parse never replaces the live registry and is read
+// again on the next event. If the directory itself disappears, Watch
+// waits for it to come back.
 func (s *Source) Watch(ctx context.Context) error {
-	dir, base := filepath.Dir(s.opts.Path), filepath.Base(s.opts.Path)
-	w, err := fsnotify.NewWatcher()
+	dir := filepath.Dir(s.opts.Path)
+	w, err := newDirWatcher()
 	if err != nil {
 		return fmt.Errorf("schema watch: %w", err)
 	}
@@ -348,43 +350,36 @@ func (s *Source) Watch(ctx context.Context) error {
 	}
 	// A change between Load and Add would be missed: check once now.
 	s.Reload(ctx) //nolint:errcheck // reported through status and Observe
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var retry <-chan time.Time
-	afterRename := false
+	return s.follow(ctx, w, dir)
+}
+
+// follow runs Watch's loop on w, which watches dir.
+func (s *Source) follow(ctx context.Context, w dirWatcher, dir string) error {
+	l := &watchLoop{dir: dir, base: filepath.Base(s.opts.Path), timer: time.NewTimer(time.Hour)}
+	l.timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.Events:
+		case ev, ok := <-w.Events():
 			if !ok {
 				return errors.New("schema watch: watcher closed")
 			}
-			act := eventAction(ev, dir, base, afterRename)
-			afterRename = act == watchSiblingRenamed
-			switch act {
-			case watchReadNow:
-				timer.Stop()
-				s.Reload(ctx) //nolint:errcheck // reported through status and Observe
-			case watchDebounce:
-				timer.Reset(s.opts.Debounce)
-			case watchRewatch:
-				retry = time.After(time.Second)
-			}
-		case err, ok := <-w.Errors:
+			s.onEvent(ctx, l, ev)
+		case err, ok := <-w.Errors():
 			if !ok {
 				return errors.New("schema watch: watcher closed")
 			}
 			// Overflow and the like: re-read to be sure.
 			s.opts.Logger.Warn("schema: watcher error", "error", err)
-			afterRename = false
-			timer.Reset(s.opts.Debounce)
-		case <-timer.C:
+			l.afterRename = false
+			l.timer.Reset(s.opts.Debounce)
+		case <-l.timer.C:
 			s.Reload(ctx) //nolint:errcheck // reported through status and Observe
-		case <-retry:
-			retry = nil
+		case <-l.retry:
+			l.retry = nil
 			if err := w.Add(dir); err != nil {
-				retry = time.After(time.Second)
+				l.retry = time.After(time.Second)
 				continue
 			}
 			s.Reload(ctx) //nolint:errcheck // reported through status and Observe
@@ -392,36 +387,28 @@ func (s *Source) Watch(ctx context.Context) error {
 	}
 }
 
-// watchAction is what the watcher does with one event.
-type watchAction int
+// watchLoop is the state of Watch's loop.
+type watchLoop struct {
+	dir, base   string
+	timer       *time.Timer      // the debounce
+	retry       <-chan time.Time // when to watch the directory again; nil while watched
+	afterRename bool             // the last event was a sibling's Rename (fsnotify)
+}
 
-const (
-	watchIgnore         watchAction = iota // another file's event
-	watchSiblingRenamed                    // another file in the directory renamed away
-	watchReadNow                           // a complete file renamed onto the path: read it now
-	watchDebounce                          // the file written, created, changed or removed: read it once quiet
-	watchRewatch                           // the directory itself went away
-)
-
-// eventAction classifies ev for the file base in dir. inotify reports a
-// rename(2) within the directory as a Rename of the old name followed at
-// once by a Create of the new one (fsnotify's translation of IN_MOVED_FROM
-// and IN_MOVED_TO), so a Create of base right after a sibling's Rename
-// (afterRename) is a complete file moved into place. A Create without it
-// is a file being written from empty (or moved in from another
-// directory): it waits for the debounce like any write.
-func eventAction(ev fsnotify.Event, dir, base string, afterRename bool) watchAction {
-	name := filepath.Clean(ev.Name)
-	switch {
-	case filepath.Base(name) == base && filepath.Dir(name) == filepath.Clean(dir):
-		if afterRename && ev.Op == fsnotify.Create {
-			return watchReadNow
-		}
-		return watchDebounce
-	case name == filepath.Clean(dir) && ev.Has(fsnotify.Remove|fsnotify.Rename):
-		return watchRewatch
-	case filepath.Dir(name) == filepath.Clean(dir) && ev.Op == fsnotify.Rename:
-		return watchSiblingRenamed
+// onEvent acts on one event of the watcher.
+func (s *Source) onEvent(ctx context.Context, l *watchLoop, ev watchEvent) {
+	act := eventAction(ev, l.dir, l.base, l.afterRename)
+	l.afterRename = act == watchSiblingRenamed
+	switch act {
+	case watchReadNow:
+		l.timer.Stop()
+		s.Reload(ctx) //nolint:errcheck // reported through status and Observe
+	case watchDebounce:
+		l.timer.Reset(s.opts.Debounce)
+	case watchReread:
+		s.opts.Logger.Warn("schema: the watcher lost events; re-reading apidoc.js")
+		l.timer.Reset(s.opts.Debounce)
+	case watchRewatch:
+		l.retry = time.After(time.Second)
 	}
-	return watchIgnore
 }

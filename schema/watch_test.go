@@ -6,37 +6,83 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
+// eventAction over the events of both watchers: inotify's (Linux), which
+// say when a file is complete, and fsnotify's (elsewhere), where only a
+// Create right after a sibling's Rename does.
 func TestEventAction(t *testing.T) {
 	dir := filepath.Join("srv", "api-viewer")
 	file := filepath.Join(dir, "apidoc.js")
 	sibling := filepath.Join(dir, "apidoc.js.dpkg-new")
 	for _, tc := range []struct {
 		name        string
-		ev          fsnotify.Event
+		ev          watchEvent
 		afterRename bool
 		want        watchAction
 	}{
-		{"renamed onto the path", fsnotify.Event{Name: file, Op: fsnotify.Create}, true, watchReadNow},
-		{"created empty, then written", fsnotify.Event{Name: file, Op: fsnotify.Create}, false, watchDebounce},
-		{"written in place", fsnotify.Event{Name: file, Op: fsnotify.Write}, false, watchDebounce},
-		{"written just after a sibling's rename", fsnotify.Event{Name: file, Op: fsnotify.Write}, true, watchDebounce},
-		{"chmod", fsnotify.Event{Name: file, Op: fsnotify.Chmod}, false, watchDebounce},
-		{"removed", fsnotify.Event{Name: file, Op: fsnotify.Remove}, false, watchDebounce},
-		{"renamed away", fsnotify.Event{Name: file, Op: fsnotify.Rename}, false, watchDebounce},
-		{"a sibling renamed away", fsnotify.Event{Name: sibling, Op: fsnotify.Rename}, false, watchSiblingRenamed},
-		{"a sibling written", fsnotify.Event{Name: sibling, Op: fsnotify.Write}, false, watchIgnore},
-		{"a sibling created after a rename", fsnotify.Event{Name: sibling, Op: fsnotify.Create}, true, watchIgnore},
-		{"same name in a subdirectory", fsnotify.Event{Name: filepath.Join(dir, "old", "apidoc.js"), Op: fsnotify.Create}, true, watchIgnore},
-		{"the directory removed", fsnotify.Event{Name: dir, Op: fsnotify.Remove}, false, watchRewatch},
-		{"the directory renamed", fsnotify.Event{Name: dir, Op: fsnotify.Rename}, false, watchRewatch},
+		// inotify's
+		{"inotify: closed after writing", watchEvent{file, opCloseWrite}, false, watchReadNow},
+		{"inotify: moved onto the path", watchEvent{file, opMovedTo}, false, watchReadNow},
+		{"inotify: created", watchEvent{file, opCreate}, false, watchDebounce},
+		{"inotify: written, still open", watchEvent{file, opWrite}, false, watchDebounce},
+		{"inotify: attributes changed", watchEvent{file, opChmod}, false, watchDebounce},
+		{"inotify: deleted", watchEvent{file, opRemove}, false, watchDebounce},
+		{"inotify: moved away", watchEvent{file, opMovedFrom}, false, watchDebounce},
+		{"inotify: a sibling moved away", watchEvent{sibling, opMovedFrom}, false, watchIgnore},
+		{"inotify: a sibling closed after writing", watchEvent{sibling, opCloseWrite}, false, watchIgnore},
+		{"inotify: a sibling moved in", watchEvent{sibling, opMovedTo}, false, watchIgnore},
+		{"inotify: same name in a subdirectory", watchEvent{filepath.Join(dir, "old", "apidoc.js"), opCloseWrite}, false, watchIgnore},
+		{"inotify: the directory gone", watchEvent{dir, opDirGone}, false, watchRewatch},
+		{"inotify: queue overflow", watchEvent{"", opOverflow}, false, watchReread},
+		// fsnotify's
+		{"fsnotify: renamed onto the path", watchEvent{file, opCreate}, true, watchReadNow},
+		{"fsnotify: created empty, then written", watchEvent{file, opCreate}, false, watchDebounce},
+		{"fsnotify: written in place", watchEvent{file, opWrite}, false, watchDebounce},
+		{"fsnotify: written just after a sibling's rename", watchEvent{file, opWrite}, true, watchDebounce},
+		{"fsnotify: chmod", watchEvent{file, opChmod}, false, watchDebounce},
+		{"fsnotify: removed", watchEvent{file, opRemove}, false, watchDebounce},
+		{"fsnotify: renamed away", watchEvent{file, opRename}, false, watchDebounce},
+		{"fsnotify: a sibling renamed away", watchEvent{sibling, opRename}, false, watchSiblingRenamed},
+		{"fsnotify: a sibling written", watchEvent{sibling, opWrite}, false, watchIgnore},
+		{"fsnotify: a sibling created after a rename", watchEvent{sibling, opCreate}, true, watchIgnore},
+		{"fsnotify: same name in a subdirectory", watchEvent{filepath.Join(dir, "old", "apidoc.js"), opCreate}, true, watchIgnore},
+		{"fsnotify: the directory removed", watchEvent{dir, opRemove}, false, watchRewatch},
+		{"fsnotify: the directory renamed", watchEvent{dir, opRename}, false, watchRewatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := eventAction(tc.ev, dir, "apidoc.js", tc.afterRename); got != tc.want {
-				t.Errorf("eventAction(%v, afterRename=%v) = %d, want %d", tc.ev, tc.afterRename, got, tc.want)
+				t.Errorf("eventAction(%+v, afterRename=%v) = %d, want %d", tc.ev, tc.afterRename, got, tc.want)
+			}
+		})
+	}
+}
+
+// The events of a rename within the directory, and of a file created
+// after another was moved away, as each watcher reports them, carried
+// through eventAction as Watch carries afterRename.
+func TestEventActionSequences(t *testing.T) {
+	dir := filepath.Join("srv", "api-viewer")
+	file := filepath.Join(dir, "apidoc.js")
+	sibling := filepath.Join(dir, "apidoc.js.dpkg-new")
+	for _, tc := range []struct {
+		name   string
+		events []watchEvent
+		want   watchAction // for the last event
+	}{
+		{"inotify: rename over", []watchEvent{{sibling, opMovedFrom}, {file, opMovedTo}}, watchReadNow},
+		{"inotify: created after a sibling moved away", []watchEvent{{sibling, opMovedFrom}, {file, opCreate}}, watchDebounce},
+		{"fsnotify: rename over", []watchEvent{{sibling, opRename}, {file, opCreate}}, watchReadNow},
+		{"fsnotify: created after another event", []watchEvent{{sibling, opRename}, {sibling, opWrite}, {file, opCreate}}, watchDebounce},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			afterRename, act := false, watchIgnore
+			for _, ev := range tc.events {
+				act = eventAction(ev, dir, "apidoc.js", afterRename)
+				afterRename = act == watchSiblingRenamed
+			}
+			if act != tc.want {
+				t.Errorf("last action %d, want %d", act, tc.want)
 			}
 		})
 	}
@@ -171,5 +217,29 @@ func (h *watchHarness) expectServed(data []byte) {
 		case <-deadline:
 			h.t.Fatalf("the complete file (%s) was not served within 5s", want)
 		}
+	}
+}
+
+// The directory moved away and another put at its path: the new one is
+// watched (after the second Watch waits between tries), and the old one,
+// which still exists elsewhere, is not.
+func TestWatchDirectoryReplaced(t *testing.T) {
+	h := newWatchHarness(t, miniSchema())
+	h.start()
+	moved := h.dir + ".old"
+	if err := os.Rename(h.dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(moved) })
+	if err := os.Mkdir(h.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	next := miniSchema("nodes")
+	renameInto(t, h.path, next)
+	h.expectServed(next)
+	writeFile(t, filepath.Join(moved, "apidoc.js"), miniSchema("cluster"))
+	h.quiet()
+	if h.src.Current().SHA256() != sha256Hex(next) {
+		t.Fatal("the moved directory's file was served")
 	}
 }
