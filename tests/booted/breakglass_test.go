@@ -56,6 +56,7 @@ func bgCall(t *testing.T, mc *client.Client, ctx context.Context, name string, a
 // The requester never approves its own request, and an ordinary write
 // to the repository is refused with the way to do it.
 func TestBootedBreakglass(t *testing.T) {
+	t.Parallel()
 	c, b := node(t)
 	lvm := "real LVM"
 	if !c.Exists("/usr/sbin/lvremove") {

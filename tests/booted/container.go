@@ -48,6 +48,7 @@ type Container struct {
 	IP, HostIP string
 
 	root     *Root
+	cgroups  cgroups
 	nspawn   *exec.Cmd
 	exited   chan struct{}
 	initPID  int
@@ -125,10 +126,13 @@ func Boot(t testing.TB, rootfs string, opts Options) *Container {
 		}
 	}
 
+	if c.cgroups, err = newCgroups(c.name); err != nil {
+		Unavailable(t, "%v", err)
+	}
 	start := time.Now()
-	c.nspawn = exec.Command("systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
+	c.nspawn = exec.Command("sh", joinCgroups(c.cgroups, "systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
 		"--console=pipe", "--directory="+c.Dir, "--machine="+c.name, "--hostname="+opts.Hostname,
-		"--network-namespace-path="+c.Net.Path(), "--resolv-conf=off", "--timezone=off")
+		"--network-namespace-path="+c.Net.Path(), "--resolv-conf=off", "--timezone=off")...)
 	// systemd 257 needs the unified cgroup hierarchy, which this host
 	// mounts beside v1.
 	c.nspawn.Env = append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1")
@@ -157,13 +161,41 @@ func Boot(t testing.TB, rootfs string, opts Options) *Container {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if state != "running" {
-		failed := c.Run(context.Background(), "systemctl", "--failed", "--no-legend")
 		t.Fatalf("booted: %s is %q, not running, after %s; failed units:\n%s\nconsole:\n%s", c.name, state,
-			time.Since(start).Round(time.Millisecond), failed.Stdout, c.console.tail(60))
+			time.Since(start).Round(time.Millisecond), c.failedUnits(), c.console.tail(60))
 	}
 	c.BootTime = time.Since(start)
 	t.Logf("booted: %s running in %s (init pid %d, %s, host %s)", c.name, c.BootTime.Round(time.Millisecond), c.initPID, c.IP, c.HostIP)
 	return c
+}
+
+// failedUnits lists the container's failed units, each with its status
+// and its journal since the boot: what made the system degraded.
+func (c *Container) failedUnits() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	failed := c.Run(ctx, "systemctl", "--failed", "--no-legend", "--plain")
+	var b strings.Builder
+	b.WriteString(failed.Stdout)
+	for _, line := range strings.Split(failed.Stdout, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		status := c.Run(ctx, "systemctl", "status", "--no-pager", "--full", "--lines=0", fields[0])
+		journal := c.Run(ctx, "journalctl", "--boot", "--no-pager", "--lines=40", "--unit", fields[0])
+		fmt.Fprintf(&b, "\n%s:\n%s%s", fields[0], status.Stdout, journal.Stdout)
+	}
+	return b.String()
+}
+
+// joinCgroups is the arguments of sh(1) that joins the cgroups, then
+// executes argv in the same process (so nspawn starts in them and keeps
+// the death signal and process group set for it).
+func joinCgroups(cg cgroups, argv ...string) []string {
+	const script = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
+	args := append([]string{"-c", script, "pmcp-cgroup"}, cg.procs()...)
+	return append(append(args, "--"), argv...)
 }
 
 // startTied starts cmd, whose SysProcAttr.Pdeathsig is set, and closes
@@ -251,7 +283,7 @@ func childNamed(pid int, comm string) int {
 // watcherScript powers the container off and removes its mount and
 // network namespace once the test process ($1) is gone: a test binary
 // killed by its timeout runs no cleanup.
-const watcherScript = `test=$1 nspawn=$2 init=$3 root=$4 netns=$5 dir=$6
+const watcherScript = `test=$1 nspawn=$2 init=$3 root=$4 netns=$5 dir=$6 cgroups=$7
 while kill -0 "$test" 2>/dev/null; do sleep 1; done
 kill -TERM "$nspawn" 2>/dev/null
 i=0; while kill -0 "$nspawn" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i+1)); done
@@ -260,11 +292,12 @@ sleep 1
 umount "$root" 2>/dev/null || umount -l "$root"
 ip netns delete "$netns" 2>/dev/null
 case "$dir" in /*pmcp-*) rm -rf "$dir";; esac
+for cg in $cgroups; do case "$cg" in */pmcp-*) find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null;; esac; done
 `
 
 func (c *Container) startWatcher() {
 	c.watcher = exec.Command("sh", "-c", watcherScript, "pmcp-booted-watcher",
-		strconv.Itoa(os.Getpid()), strconv.Itoa(c.nspawn.Process.Pid), strconv.Itoa(c.initPID), c.Dir, c.Net.Name, c.dir)
+		strconv.Itoa(os.Getpid()), strconv.Itoa(c.nspawn.Process.Pid), strconv.Itoa(c.initPID), c.Dir, c.Net.Name, c.dir, strings.Join(c.cgroups, " "))
 	c.watcher.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := c.watcher.Start(); err != nil {
 		c.t.Logf("booted: no watcher process (the container depends on this test's cleanup alone): %v", err)
@@ -471,7 +504,7 @@ func (c *Container) poweroff() {
 }
 
 // release unmounts the overlay, removes the network namespace and the
-// temporary directory, and ends the watcher.
+// temporary directory, ends the watcher and removes the cgroups.
 func (c *Container) release() {
 	c.cancel()
 	if c.root != nil {
@@ -506,6 +539,9 @@ func (c *Container) release() {
 		if err := os.RemoveAll(c.dir); err != nil {
 			c.t.Errorf("booted: %v", err)
 		}
+	}
+	if err := c.cgroups.remove(5 * time.Second); err != nil {
+		c.t.Errorf("booted: %s's processes outlived it: %v", c.name, err)
 	}
 }
 

@@ -176,6 +176,7 @@ func certFingerprint(t *testing.T, certPEM []byte) string {
 // it) doctor exits 1 naming the problem and its fix, and is green again
 // once the fault is undone (by the fix it names, where that is install).
 func TestBootedDoctor(t *testing.T) {
+	t.Parallel()
 	c, n, b := pveNode(t)
 	aptInstall(t, c, b)
 	_, key := installLAN(t, c)

@@ -50,6 +50,7 @@ type execraceReport struct {
 // own exit statuses still tell a sandbox that could not start the
 // program from a program's status.
 func TestBootedExecStartRace(t *testing.T) {
+	t.Parallel()
 	c := Boot(t, rootfs(t), Options{})
 	c.installExecrace(t)
 	run := func(t *testing.T, args ...string) execraceReport {

@@ -22,6 +22,7 @@ import (
 // reads under /var/log and writes only under the configured write root,
 // journals in its own root-only directory, and scores at most 2.0.
 func TestBootedHelper(t *testing.T) {
+	t.Parallel()
 	c, b := node(t)
 	installHost(t, c, b, `"host": {"roots": [{"path": "/var/log"}, {"path": "/srv/app", "write": true}]},`)
 	svc := c.MustIn(t, "systemctl", "cat", "proxmox-mcp-helper.service")

@@ -385,6 +385,7 @@ func servingPID(t *testing.T, c *Container) string {
 // the certificate is made due, the renewal service re-issues it, and the
 // running daemon serves the new one without a restart.
 func TestBootedLAN(t *testing.T) {
+	t.Parallel()
 	c, _, b := pveNode(t)
 	aptInstall(t, c, b)
 

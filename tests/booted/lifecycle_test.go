@@ -158,6 +158,7 @@ func monotonic(t *testing.T, p map[string]string, name string) time.Duration {
 // `systemctl start` does not return. Once the lock is released the daemon
 // sends READY=1, the unit is active and `systemctl start` returns.
 func TestBootedNotifyStart(t *testing.T) {
+	t.Parallel()
 	c, _, _ := installed(t)
 	c.installWedge(t)
 	if res := c.Run(context.Background(), "systemctl", "stop", unit); !res.OK() {
@@ -231,6 +232,7 @@ func TestBootedNotifyStart(t *testing.T) {
 // it (Restart=on-failure). The restarted daemon serves the same keys and
 // its journal's chain is intact.
 func TestBootedWatchdog(t *testing.T) {
+	t.Parallel()
 	c, _, key := installed(t)
 	c.installWedge(t)
 	p := c.show(t, unit, "WatchdogUSec", "MainPID", "NRestarts")
@@ -320,6 +322,7 @@ type callResult struct {
 // is answered with its task's result, and only then does the daemon exit 0
 // (Result=success), within TimeoutStopSec.
 func TestBootedStopDrains(t *testing.T) {
+	t.Parallel()
 	c, _, key := installed(t)
 	// The node's PVE runs tasks at 2.5 times their usual length (a start
 	// takes 5 s), through a drop-in on the stand-in pveproxy.
@@ -593,6 +596,7 @@ func (c *Container) daemonVersion(t *testing.T) string {
 // docs/packaging.md says; no unit of ours is left loaded and active, and
 // the installer's unit, its binary gone, is skipped rather than failed.
 func TestBootedUpgrade(t *testing.T) {
+	t.Parallel()
 	c, b, key := installed(t)
 	newDeb, newVer := newerDeb(t, b)
 	c.CopyFile(newDeb, "/root/"+filepath.Base(newDeb), 0o644)

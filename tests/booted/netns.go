@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -61,8 +62,15 @@ func freeSubnet() (net.IP, error) {
 	return nil, errors.New("no free /30 in 10.213.0.0/16")
 }
 
+// subnetMu is held from the choice of a /30 until the host's address in
+// it is up, where the next freeSubnet sees it: the tests boot containers
+// in parallel.
+var subnetMu sync.Mutex
+
 // NewNetns makes a namespace named name with its veth pair.
 func NewNetns(name string) (*Netns, error) {
+	subnetMu.Lock()
+	defer subnetMu.Unlock()
 	base, err := freeSubnet()
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package booted
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ func rootfs(t *testing.T) string {
 // TestBootedSystemd: the bed is what PVE 9 runs: systemd 257 as init, the
 // system bus, journald, and a network of its own.
 func TestBootedSystemd(t *testing.T) {
+	t.Parallel()
 	c := Boot(t, rootfs(t), Options{})
 	if v := c.Must("systemctl", "--version"); !strings.HasPrefix(v, "systemd 257 ") {
 		t.Errorf("systemctl --version: %q, want systemd 257", strings.SplitN(v, "\n", 2)[0])
@@ -41,5 +44,48 @@ func TestBootedSystemd(t *testing.T) {
 	}
 	if out := c.Must("cat", "/proc/net/fib_trie"); !strings.Contains(out, c.IP) {
 		t.Errorf("the container does not have its address %s", c.IP)
+	}
+}
+
+// TestBootedSideBySide: containers running at once each run in a cgroup of
+// their own, and one powering off takes nothing from the other. They
+// shared nspawn's "payload" cgroup, and each one's systemd removed, as its
+// own, cgroups the other had just made: a unit failed to start ("Failed
+// to spawn executor: No such file or directory") and the system came up
+// degraded.
+func TestBootedSideBySide(t *testing.T) {
+	t.Parallel()
+	dir := rootfs(t)
+	cs := [2]*Container{Boot(t, dir, Options{}), Boot(t, dir, Options{})}
+	cgroupOf := func(c *Container) string {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", c.InitPID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if path, ok := strings.CutPrefix(line, "0::"); ok {
+				return path
+			}
+		}
+		t.Fatalf("no unified cgroup in /proc/%d/cgroup:\n%s", c.InitPID(), data)
+		return ""
+	}
+	a, b := cgroupOf(cs[0]), cgroupOf(cs[1])
+	if a == b {
+		t.Fatalf("both containers' systemd run in the cgroup %s", a)
+	}
+	t.Logf("cgroups: %s and %s", a, b)
+
+	cs[0].shutdown()
+	for _, d := range cs[0].cgroups {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s's cgroup %s is left after its poweroff (%v)", cs[0].Name(), d, err)
+		}
+	}
+	if res := cs[1].Run(t.Context(), "systemd-run", "--wait", "--quiet", "true"); !res.OK() {
+		t.Errorf("systemd-run in %s after %s powered off: %s", cs[1].Name(), cs[0].Name(), res)
+	}
+	if out := cs[1].Run(t.Context(), "systemctl", "--failed", "--no-legend"); strings.TrimSpace(out.Stdout) != "" {
+		t.Errorf("failed units in %s:\n%s", cs[1].Name(), out.Stdout)
 	}
 }
