@@ -139,7 +139,7 @@ func Boot(t testing.TB, rootfs string, opts Options) *Container {
 	c.nspawn.Stdout, c.nspawn.Stderr = c.console, c.console
 	// Its own process group (a Ctrl-C of the test does not reach it), and
 	// SIGTERM (a clean poweroff) should the test process die.
-	c.nspawn.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	c.nspawn.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM, Unshareflags: syscall.CLONE_NEWNS}
 	if err := startTied(c.nspawn, c.exited); err != nil {
 		Unavailable(t, "start systemd-nspawn: %v", err)
 	}
@@ -189,11 +189,21 @@ func (c *Container) failedUnits() string {
 	return b.String()
 }
 
-// joinCgroups is the arguments of sh(1) that joins the cgroups, then
-// executes argv in the same process (so nspawn starts in them and keeps
-// the death signal and process group set for it).
+// joinCgroups is the arguments of sh(1) that joins the cgroups, drops
+// the FUSE file systems from its mount namespace (a copy of the host's,
+// private: SysProcAttr.Unshareflags), then executes argv in the same
+// process (so nspawn starts in them and keeps the death signal and process
+// group set for it). A container keeps the mounts it started with pinned
+// until it stops, where nothing shows them: a FUSE file system mounted on
+// the host at the time (the cluster tests' pmxcfs, beside these tests)
+// could not be unmounted before the container stopped, since the kernel
+// ends a FUSE connection only with its last mount.
 func joinCgroups(cg cgroups, argv ...string) []string {
-	const script = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
+	const script = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift
+findmnt -rn -o FSTYPE,TARGET | while read -r type target; do
+	case "$type" in fuse|fuse.*) umount -l "$target" 2>/dev/null;; esac
+done
+exec "$@"`
 	args := append([]string{"-c", script, "pmcp-cgroup"}, cg.procs()...)
 	return append(append(args, "--"), argv...)
 }

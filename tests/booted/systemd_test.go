@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proxmox-mcp/proxmox-mcp/cluster/pmxcfstest"
 )
 
 // rootfs builds (or finds in the cache) the root file system, or skips.
@@ -87,5 +89,45 @@ func TestBootedSideBySide(t *testing.T) {
 	}
 	if out := cs[1].Run(t.Context(), "systemctl", "--failed", "--no-legend"); strings.TrimSpace(out.Stdout) != "" {
 		t.Errorf("failed units in %s:\n%s", cs[1].Name(), out.Stdout)
+	}
+}
+
+// TestBootedLeavesTheHostsFUSEAlone: a FUSE file system mounted on the
+// host when a container boots unmounts while the container runs. A
+// container kept the host's mounts of its start pinned, where no process
+// showed them, and the kernel ends a FUSE connection only with its last
+// mount: the cluster tests' pmxcfs (run beside these tests) waited for
+// the container to stop, 50 to 116 s.
+func TestBootedLeavesTheHostsFUSEAlone(t *testing.T) {
+	t.Parallel()
+	if err := pmxcfstest.Available(); err != nil {
+		Unavailable(t, "%v", err)
+	}
+	cl, err := pmxcfstest.New(pmxcfstest.Options{Name: "booted", Nodes: []string{"pve1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt, err := pmxcfstest.Mountpoint(t.TempDir(), "pve1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Node("pve1").Mount(mnt); err != nil {
+		t.Fatal(err)
+	}
+	unmounted := make(chan error, 1)
+	t.Cleanup(func() {
+		cl.Close() //nolint:errcheck // the test's own unmount came first, or failed
+	})
+	c := Boot(t, rootfs(t), Options{})
+	go func() { unmounted <- cl.Node("pve1").Unmount() }()
+	select {
+	case err := <-unmounted:
+		if err != nil {
+			t.Errorf("unmount the host's pmxcfs with %s running: %v", c.Name(), err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("the host's pmxcfs still not unmounted 15 s after it was asked, with %s running", c.Name())
+		c.shutdown()
+		<-unmounted
 	}
 }
