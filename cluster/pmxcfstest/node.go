@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -85,7 +86,7 @@ func (n *Node) Mount(dir string) error {
 		EntryTimeout: time.Second, AttrTimeout: time.Second,
 		Owner: &fuse.Owner{Uid: 0, Gid: n.c.gid},
 	})
-	srv, err := fuse.NewServer(rawFS{conn.RawFS()}, dir, &fuse.MountOptions{
+	srv, err := fuse.NewServer(rawFS{RawFileSystem: conn.RawFS(), entries: new(sync.Mutex)}, dir, &fuse.MountOptions{
 		AllowOther: true, Options: []string{"default_permissions"},
 		FsName: "/dev/fuse", Name: "pmxcfs", DirectMount: true,
 		DisableXAttrs: true, MaxWrite: 128 << 10,
@@ -172,12 +173,61 @@ func (n *Node) view() *entry {
 
 // rawFS is the kernel interface of one node: renameat2's flags are
 // refused as libfuse 2 refuses them (the kernel then answers EINVAL).
-type rawFS struct{ fuse.RawFileSystem }
+//
+// The kernel's FORGET of an inode also runs one at a time with every
+// request that makes a directory entry. go-fuse's nodefs serializes
+// FORGET only with LOOKUP, and a forgotten inode leaves its parent by
+// name: a lock directory that expired and went (inside pmxcfs, not by an
+// rmdir through the kernel) and was made again at once lost its new entry
+// to the old inode's FORGET, so the mkdir made the lock and answered
+// ENOENT, and the retry found it held (TestLocks, about 1 run in 25).
+type rawFS struct {
+	fuse.RawFileSystem
+	entries *sync.Mutex
+}
+
+func (r rawFS) Forget(nodeID, nlookup uint64) {
+	r.entries.Lock()
+	defer r.entries.Unlock()
+	r.RawFileSystem.Forget(nodeID, nlookup)
+}
+
+func (r rawFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	r.entries.Lock()
+	defer r.entries.Unlock()
+	return r.RawFileSystem.Mkdir(cancel, in, name, out)
+}
+
+func (r rawFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	r.entries.Lock()
+	defer r.entries.Unlock()
+	return r.RawFileSystem.Mknod(cancel, in, name, out)
+}
+
+func (r rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	r.entries.Lock()
+	defer r.entries.Unlock()
+	return r.RawFileSystem.Create(cancel, in, name, out)
+}
+
+func (r rawFS) Symlink(cancel <-chan struct{}, header *fuse.InHeader, pointedTo, linkName string, out *fuse.EntryOut) fuse.Status {
+	r.entries.Lock()
+	defer r.entries.Unlock()
+	return r.RawFileSystem.Symlink(cancel, header, pointedTo, linkName, out)
+}
+
+func (r rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	r.entries.Lock()
+	defer r.entries.Unlock()
+	return r.RawFileSystem.Link(cancel, in, name, out)
+}
 
 func (r rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
 	if in.Flags != 0 {
 		return fuse.ENOSYS
 	}
+	r.entries.Lock()
+	defer r.entries.Unlock()
 	return r.RawFileSystem.Rename(cancel, in, oldName, newName)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,6 +222,30 @@ func TestLocks(t *testing.T) {
 	wantErrno(t, "unlock request on an expired lock", os.Chtimes(lb, zero, zero), syscall.ENOENT)
 	if err := os.Mkdir(lb, 0o700); err != nil {
 		t.Fatalf("mkdir after the expired lock was removed: %v", err)
+	}
+}
+
+// An expired lock taken over at once by another node, 200 times (a lock
+// of its own each time): the mkdir right after the removal takes the lock
+// and says so. It made the lock and answered ENOENT about once in 25 (the
+// kernel's FORGET of the old directory's inode, racing the mkdir, took
+// the new entry), and the next mkdir found the lock held.
+func TestLockTakenOverAtOnce(t *testing.T) {
+	clock := &testClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	_, dirs := cluster(t, clock)
+	zero := time.Unix(0, 0)
+	for i := range 200 {
+		name := fmt.Sprintf("priv/lock/take-over-%d", i)
+		la, lb := filepath.Join(dirs["a"], name), filepath.Join(dirs["b"], name)
+		if err := os.Mkdir(la, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		wantErrno(t, "unlock request on a held lock", os.Chtimes(lb, zero, zero), syscall.EACCES)
+		clock.Add(11 * time.Second)
+		wantErrno(t, "unlock request on an expired lock", os.Chtimes(lb, zero, zero), syscall.ENOENT)
+		if err := os.Mkdir(lb, 0o700); err != nil {
+			t.Fatalf("take-over %d: mkdir right after the expired lock went: %v", i, err)
+		}
 	}
 }
 
