@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -19,8 +18,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/proxmox-mcp/proxmox-mcp/tests/internal/gobuild"
 )
 
 // sandboxPolicy allows every command and names each one: the sandbox
@@ -457,7 +454,7 @@ func TestBootedExec(t *testing.T) {
 		// outside the test binary: under the race detector, the test
 		// binary decoded the answers at under 1 MB/s.
 		c.MustIn(t, "sh", "-c", "head -c 67108864 /dev/urandom > /srv/big.bin")
-		cmd := c.Net.Command(rctx, pagedread(t), "-url", key.Endpoints.Loopback, "-path", "/srv/big.bin", "-page", strconv.Itoa(1<<20))
+		cmd := c.Net.Command(rctx, pagedread.path(t), "-url", key.Endpoints.Loopback, "-path", "/srv/big.bin", "-page", strconv.Itoa(1<<20))
 		cmd.Env = append(os.Environ(), "PMCP_KEY="+key.Key)
 		out, err := cmd.Output()
 		if err != nil {
@@ -548,31 +545,9 @@ func tailOf(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-var (
-	pagedreadOnce sync.Once
-	pagedreadBin  string
-	pagedreadErr  error
-)
-
-// pagedread builds tests/booted/pagedread (once), a program of the host
-// run in a container's network namespace.
-func pagedread(t *testing.T) string {
-	t.Helper()
-	build(t) // buildDir
-	pagedreadOnce.Do(func() {
-		pagedreadBin = filepath.Join(buildDir, "pagedread")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", pagedreadBin, "./tests/booted/pagedread")
-		cmd.Dir = repoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := gobuild.CombinedOutput(cmd); err != nil {
-			pagedreadErr = &buildError{"go build ./tests/booted/pagedread", err, out}
-		}
-	})
-	if pagedreadErr != nil {
-		t.Fatal(pagedreadErr)
-	}
-	return pagedreadBin
-}
+// pagedread is tests/booted/pagedread, a program of the host run in a
+// container's network namespace.
+var pagedread = &program{pkg: "./tests/booted/pagedread"}
 
 // stderrOf is what a program that failed wrote to its standard error.
 func stderrOf(err error) string {

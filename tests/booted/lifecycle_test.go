@@ -69,30 +69,42 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	}
 }
 
-var (
-	wedgeOnce sync.Once
-	wedgeBin  string
-	wedgeErr  error
-)
+// wedge is tests/booted/wedge, built once.
+var wedge = &program{pkg: "./tests/booted/wedge"}
 
 // installWedge builds tests/booted/wedge (once) and copies it into the
 // container.
 func (c *Container) installWedge(t *testing.T) {
 	t.Helper()
+	c.CopyFile(wedge.path(t), wedgePath, 0o755)
+}
+
+// program is a command of tests/booted built (without the race detector,
+// static) once for the test binary, beside the daemon's build.
+type program struct {
+	pkg  string
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// path builds the program on its first call and returns its path.
+func (p *program) path(t *testing.T) string {
+	t.Helper()
 	build(t) // buildDir
-	wedgeOnce.Do(func() {
-		wedgeBin = filepath.Join(buildDir, "wedge")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", wedgeBin, "./tests/booted/wedge")
+	p.once.Do(func() {
+		p.bin = filepath.Join(buildDir, filepath.Base(p.pkg))
+		cmd := exec.Command("go", "build", "-trimpath", "-o", p.bin, p.pkg)
 		cmd.Dir = repoRoot(t)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := gobuild.CombinedOutput(cmd); err != nil {
-			wedgeErr = &buildError{"go build ./tests/booted/wedge", err, out}
+			p.err = &buildError{"go build " + p.pkg, err, out}
 		}
 	})
-	if wedgeErr != nil {
-		t.Fatal(wedgeErr)
+	if p.err != nil {
+		t.Fatal(p.err)
 	}
-	c.CopyFile(wedgeBin, wedgePath, 0o755)
+	return p.bin
 }
 
 // holdJournal runs the wedge inside as a transient unit (another process
