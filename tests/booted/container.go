@@ -130,7 +130,7 @@ func Boot(t testing.TB, rootfs string, opts Options) *Container {
 		Unavailable(t, "%v", err)
 	}
 	start := time.Now()
-	c.nspawn = exec.Command("sh", joinCgroups(c.cgroups, "systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
+	c.nspawn = exec.Command("sh", launchArgs(c.cgroups, "systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "--boot",
 		"--console=pipe", "--directory="+c.Dir, "--machine="+c.name, "--hostname="+opts.Hostname,
 		"--network-namespace-path="+c.Net.Path(), "--resolv-conf=off", "--timezone=off")...)
 	// systemd 257 needs the unified cgroup hierarchy, which this host
@@ -189,7 +189,7 @@ func (c *Container) failedUnits() string {
 	return b.String()
 }
 
-// joinCgroups is the arguments of sh(1) that joins the cgroups, drops
+// launchArgs is the arguments of sh(1) that joins the cgroups, drops
 // the FUSE file systems from its mount namespace (a copy of the host's,
 // private: SysProcAttr.Unshareflags), then executes argv in the same
 // process (so nspawn starts in them and keeps the death signal and process
@@ -198,7 +198,7 @@ func (c *Container) failedUnits() string {
 // the host at the time (the cluster tests' pmxcfs, beside these tests)
 // could not be unmounted before the container stopped, since the kernel
 // ends a FUSE connection only with its last mount.
-func joinCgroups(cg cgroups, argv ...string) []string {
+func launchArgs(cg cgroups, argv ...string) []string {
 	const script = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift
 findmnt -rn -o FSTYPE,TARGET | while read -r type target; do
 	case "$type" in fuse|fuse.*) umount -l "$target" 2>/dev/null;; esac
