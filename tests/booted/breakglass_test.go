@@ -160,7 +160,8 @@ func TestBootedBreakglass(t *testing.T) {
 		if err != nil || string(got) != string(content) {
 			t.Fatalf("the file after the run: %d bytes, %v", len(got), err)
 		}
-		if j := c.Journal("-u", "proxmox-mcp-breakglass.service"); !strings.Contains(j, id+" done") {
+		ran := func(j string) bool { return strings.Contains(j, id+" done") }
+		if j := c.JournalUntil(ran, "-u", "proxmox-mcp-breakglass.service"); !ran(j) {
 			t.Errorf("the runner's journal does not say it ran %s:\n%s", id, tailOf(j, 2000))
 		}
 	})

@@ -445,6 +445,27 @@ func (c *Container) Journal(args ...string) string {
 	return res.Stdout
 }
 
+// JournalUntil is journalctl's output for args (as Journal's) once has
+// finds in it what it looks for, read again for up to 10 s: a line logged
+// is handed to journald's socket, and journald stores it a moment later.
+// Past the 10 s it returns the last output, for the caller's check to
+// report.
+func (c *Container) JournalUntil(has func(out string) bool, args ...string) string {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := c.Journal(args...)
+		if has(out) || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// saying is a JournalUntil condition: the output holds text.
+func saying(text string) func(string) bool {
+	return func(out string) bool { return strings.Contains(out, text) }
+}
+
 // Name is the machine's name (and its network namespace's).
 func (c *Container) Name() string { return c.name }
 

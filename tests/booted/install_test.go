@@ -351,9 +351,12 @@ func TestBootedInstall(t *testing.T) {
 			t.Fatalf("a read-only key started a VM: %s", text)
 		}
 		t.Logf("alice's write: %s", text)
-		jr := c.Run(context.Background(), "journalctl", "--no-pager", "-u", unit, "PMCP_KEY_NAME=alice", "-o", "json")
+		// Her two calls; journald stores the daemon's lines a moment after
+		// they are sent.
+		jr := c.JournalUntil(func(out string) bool { return strings.Count(out, "\n") >= 2 },
+			"-u", unit, "PMCP_KEY_NAME=alice", "-o", "json")
 		var rows []map[string]any
-		for _, l := range strings.Split(strings.TrimSpace(jr.Stdout), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(jr), "\n") {
 			var m map[string]any
 			if json.Unmarshal([]byte(l), &m) == nil {
 				rows = append(rows, m)
@@ -375,7 +378,7 @@ func TestBootedInstall(t *testing.T) {
 		if denied == nil || denied["PMCP_DECISION"] != "deny" || denied["PMCP_OUTCOME"] != "denied" {
 			t.Errorf("alice's write after the reload was not a policy denial: %v", denied)
 		} else {
-			if out := c.MustIn(t, "journalctl", "--no-pager", "-u", unit, "PMCP_DECISION=deny", "-o", "cat"); !strings.Contains(out, "alice") {
+			if out := c.Journal("-u", unit, "PMCP_DECISION=deny", "-o", "cat"); !strings.Contains(out, "alice") {
 				t.Errorf("journalctl PMCP_DECISION=deny has not alice's call:\n%s", out)
 			}
 		}
@@ -422,8 +425,10 @@ func TestBootedInstall(t *testing.T) {
 		if !isErr || !strings.Contains(text, "only guests 100-199") {
 			t.Errorf("bob's read of guest 250: %s; want his policy's own refusal", text)
 		}
-		jr := c.MustIn(t, "journalctl", "--no-pager", "-u", unit, "PMCP_KEY_NAME=bob", "PMCP_DECISION=deny", "-o", "json")
-		if !strings.Contains(jr, `"PMCP_PATH":"/nodes/pve1/qemu/250/config"`) || !strings.Contains(jr, "only guests 100-199") {
+		bobDenied := func(out string) bool {
+			return strings.Contains(out, `"PMCP_PATH":"/nodes/pve1/qemu/250/config"`) && strings.Contains(out, "only guests 100-199")
+		}
+		if jr := c.JournalUntil(bobDenied, "-u", unit, "PMCP_KEY_NAME=bob", "PMCP_DECISION=deny", "-o", "json"); !bobDenied(jr) {
 			t.Errorf("the journal has no denial of bob's read of guest 250 in his policy's words:\n%s", jr)
 		}
 	})
