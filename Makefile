@@ -34,8 +34,16 @@ demo:
 # start the race-built CLI some 200 times, and waited 67 s of its 92 s on
 # those sleeps. 10 ms is left for them; a GORACE of your own still applies
 # and its atexit_sleep_ms, if it sets one, wins.
+#
+# go test starts the packages' test binaries in the order it is given them,
+# at most -p at a time: the longest come first (./... would start them last,
+# in the order of their names), and four at a time keep the two CPUs busy
+# while the booted and end-to-end tests wait on containers and processes.
+TEST_P     ?= 4
+TEST_FIRST := ./tests/booted ./tests ./tools ./cmd/proxmox-mcp ./daemon ./journal ./policy
+TEST_PKGS  := $(if $(filter ./...,$(PKGS)),$(TEST_FIRST) $(PKGS),$(PKGS))
 test: fmt-check vet staticcheck
-	GORACE="atexit_sleep_ms=10 $(GORACE)" $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	GORACE="atexit_sleep_ms=10 $(GORACE)" $(GO) test -p $(TEST_P) -race -count=1 -timeout 30m $(TEST_PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
