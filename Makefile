@@ -66,7 +66,7 @@ bench:
 # A short fuzz run of every parser (package:target).
 FUZZ_TARGETS := ./schema:FuzzParse ./schema:FuzzPropertyString ./schema:FuzzMatch ./schema:FuzzECMAPattern ./schema:FuzzParseVolumeID ./pve:FuzzParseUPID \
 	./keys:FuzzParseToken ./config:FuzzParse ./journal:FuzzRedactText ./journal:FuzzFitText ./journal:FuzzSplitRow ./plan:FuzzPlanCanonical \
-	./schema:FuzzDecodeInotify ./cluster:FuzzCheck ./host:FuzzCleanPath ./host:FuzzDecodeRequest ./host:FuzzExecArgs ./breakglass:FuzzSignedRequest
+	./schema:FuzzDecodeInotify ./transport:FuzzIdOf ./cluster:FuzzCheck ./host:FuzzCleanPath ./host:FuzzDecodeRequest ./host:FuzzExecArgs ./breakglass:FuzzSignedRequest
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // At the end of its input, mcp-go's stdio server cancels the context of
@@ -35,26 +38,109 @@ func newDrain(ctx context.Context) *drain {
 	return &drain{ctx: ctx, pending: map[string]bool{}, idle: make(chan struct{})}
 }
 
-// message is what drain reads of a JSON-RPC message.
-type message struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
+// idOf is a message's id, canonical (as encoding/json decodes and encodes
+// it, so that a request's id and its answer's match however each spells
+// it), and whether it is a request (a method and an id) or an answer (an
+// id and no method). It reads the message's top level only: every value
+// but the id and the method is skipped, not decoded (the answers are most
+// of the bytes, up to a megabyte a line). It reads what encoding/json's
+// Unmarshal into {ID json.RawMessage; Method string} reads: names matched
+// without regard to case, the last of a name repeated winning, invalid
+// UTF-8 allowed, and any message it would refuse has no id.
+func idOf(line []byte) (id string, request, answer bool) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(line), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return "", false, false
+	}
+	var raw []byte
+	method := false
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return "", false, false
+		}
+		switch n := name.String(); {
+		case strings.EqualFold(n, "id"):
+			v, err := dec.ReadValue()
+			if err != nil {
+				return "", false, false
+			}
+			raw = append(raw[:0], v...)
+		case strings.EqualFold(n, "method"):
+			v, err := dec.ReadValue()
+			if err != nil {
+				return "", false, false
+			}
+			switch v.Kind() {
+			case '"':
+				method = len(v) > 2 // "" is no method, as for encoding/json
+			case 'n': // null leaves the method as it was
+			default:
+				return "", false, false // encoding/json refuses a method of another type
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return "", false, false
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return "", false, false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF { // only spaces may follow
+		return "", false, false
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, false
+	}
+	canon, ok := canonicalID(raw)
+	if !ok {
+		return "", false, false
+	}
+	return canon, method, !method
 }
 
-// idOf is a message's id, canonical (the bytes as sent, with spaces
-// trimmed), and whether it is a request (a method and an id) or an answer
-// (an id and no method).
-func idOf(line []byte) (id string, request, answer bool) {
-	var m message
-	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" {
-		return "", false, false
+// canonicalID is the id as encoding/json encodes what it decodes of raw
+// (a number as a float64, a string with <, > and & escaped). The ids
+// clients send, small integers and plain strings, are their own canonical
+// form and cost nothing more.
+func canonicalID(raw []byte) (string, bool) {
+	if plainID(raw) {
+		return string(raw), true
 	}
 	var v any
-	if json.Unmarshal(m.ID, &v) != nil {
-		return "", false, false
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
 	}
-	canon, _ := json.Marshal(v)
-	return string(canon), m.Method != "", m.Method == ""
+	canon, err := json.Marshal(v)
+	return string(canon), err == nil
+}
+
+// plainID reports whether raw is an integer of up to 15 digits (a float64
+// holds it exactly, and encodes it as written) or a string of printable
+// ASCII with nothing encoding/json would escape.
+func plainID(raw []byte) bool {
+	if raw[0] == '"' {
+		for _, c := range raw[1 : len(raw)-1] {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	digits := raw
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // lineBuffer collects the bytes of the current line, up to maxTrackedLine.
