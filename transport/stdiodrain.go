@@ -48,49 +48,8 @@ func newDrain(ctx context.Context) *drain {
 // without regard to case, the last of a name repeated winning, invalid
 // UTF-8 allowed, and any message it would refuse has no id.
 func idOf(line []byte) (id string, request, answer bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(line), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return "", false, false
-	}
-	var raw []byte
-	method := false
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return "", false, false
-		}
-		switch n := name.String(); {
-		case strings.EqualFold(n, "id"):
-			v, err := dec.ReadValue()
-			if err != nil {
-				return "", false, false
-			}
-			raw = append(raw[:0], v...)
-		case strings.EqualFold(n, "method"):
-			v, err := dec.ReadValue()
-			if err != nil {
-				return "", false, false
-			}
-			switch v.Kind() {
-			case '"':
-				method = len(v) > 2 // "" is no method, as for encoding/json
-			case 'n': // null leaves the method as it was
-			default:
-				return "", false, false // encoding/json refuses a method of another type
-			}
-		default:
-			if err := dec.SkipValue(); err != nil {
-				return "", false, false
-			}
-		}
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return "", false, false
-	}
-	if _, err := dec.ReadToken(); err != io.EOF { // only spaces may follow
-		return "", false, false
-	}
-	if len(raw) == 0 || string(raw) == "null" {
+	raw, method, ok := scanMessage(line)
+	if !ok || len(raw) == 0 || string(raw) == "null" {
 		return "", false, false
 	}
 	canon, ok := canonicalID(raw)
@@ -98,6 +57,52 @@ func idOf(line []byte) (id string, request, answer bool) {
 		return "", false, false
 	}
 	return canon, method, !method
+}
+
+// scanMessage reads a message's top level for its raw id and whether it
+// has a method; ok is false for a line encoding/json would refuse.
+func scanMessage(line []byte) (raw []byte, method, ok bool) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(line), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false, false
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, false, false
+		}
+		switch n := name.String(); {
+		case strings.EqualFold(n, "id"):
+			v, err := dec.ReadValue()
+			if err != nil {
+				return nil, false, false
+			}
+			raw = append(raw[:0], v...)
+		case strings.EqualFold(n, "method"):
+			v, err := dec.ReadValue()
+			if err != nil {
+				return nil, false, false
+			}
+			switch v.Kind() {
+			case '"':
+				method = len(v) > 2 // "" is no method, as for encoding/json
+			case 'n': // null leaves the method as it was
+			default:
+				return nil, false, false // encoding/json refuses a method of another type
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return nil, false, false
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false, false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF { // only spaces may follow
+		return nil, false, false
+	}
+	return raw, method, true
 }
 
 // canonicalID is the id as encoding/json encodes what it decodes of raw
