@@ -30,10 +30,11 @@ demo:
 # a loaded 2-CPU runner, where it builds the daemon and the package and runs
 # lintian; the booted tests power their containers off a minute before it).
 # A binary built with -race sleeps a second when it exits (the race runtime's
-# atexit_sleep_ms, for racing threads to report): cmd/proxmox-mcp's scripts
-# start the race-built CLI some 200 times, and waited 67 s of its 92 s on
-# those sleeps. 10 ms is left for them; a GORACE of your own still applies
-# and its atexit_sleep_ms, if it sets one, wins.
+# atexit_sleep_ms, for racing threads to report): every test binary, and the
+# processes some tests start from it, 10 ms here instead; a GORACE of your
+# own still applies, and its atexit_sleep_ms, if it sets one, wins.
+# (cmd/proxmox-mcp's TestMain sets the same for its scripts, which start the
+# race-built CLI some 200 times, when go test is run by hand.)
 #
 # go test starts the packages' test binaries in the order it is given them,
 # at most -p at a time: the longest come first (./... would start them last,

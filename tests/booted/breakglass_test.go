@@ -160,8 +160,7 @@ func TestBootedBreakglass(t *testing.T) {
 		if err != nil || string(got) != string(content) {
 			t.Fatalf("the file after the run: %d bytes, %v", len(got), err)
 		}
-		ran := func(j string) bool { return strings.Contains(j, id+" done") }
-		if j := c.JournalUntil(ran, "-u", "proxmox-mcp-breakglass.service"); !ran(j) {
+		if j, ok := c.JournalUntil(saying(id+" done"), "-u", "proxmox-mcp-breakglass.service"); !ok {
 			t.Errorf("the runner's journal does not say it ran %s:\n%s", id, tailOf(j, 2000))
 		}
 	})

@@ -448,14 +448,17 @@ func (c *Container) Journal(args ...string) string {
 // JournalUntil is journalctl's output for args (as Journal's) once has
 // finds in it what it looks for, read again for up to 10 s: a line logged
 // is handed to journald's socket, and journald stores it a moment later.
-// Past the 10 s it returns the last output, for the caller's check to
+// Past the 10 s it returns the last output and false, for the caller to
 // report.
-func (c *Container) JournalUntil(has func(out string) bool, args ...string) string {
+func (c *Container) JournalUntil(has func(out string) bool, args ...string) (string, bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out := c.Journal(args...)
-		if has(out) || time.Now().After(deadline) {
-			return out
+		if has(out) {
+			return out, true
+		}
+		if time.Now().After(deadline) {
+			return out, false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

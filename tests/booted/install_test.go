@@ -353,8 +353,8 @@ func TestBootedInstall(t *testing.T) {
 		t.Logf("alice's write: %s", text)
 		// Her two calls; journald stores the daemon's lines a moment after
 		// they are sent.
-		jr := c.JournalUntil(func(out string) bool { return strings.Count(out, "\n") >= 2 },
-			"-u", unit, "PMCP_KEY_NAME=alice", "-o", "json")
+		jr, _ := c.JournalUntil(func(out string) bool { return strings.Count(out, "\n") >= 2 },
+			"-u", unit, "PMCP_KEY_NAME=alice", "-o", "json") // the rows are checked below
 		var rows []map[string]any
 		for _, l := range strings.Split(strings.TrimSpace(jr), "\n") {
 			var m map[string]any
@@ -428,7 +428,7 @@ func TestBootedInstall(t *testing.T) {
 		bobDenied := func(out string) bool {
 			return strings.Contains(out, `"PMCP_PATH":"/nodes/pve1/qemu/250/config"`) && strings.Contains(out, "only guests 100-199")
 		}
-		if jr := c.JournalUntil(bobDenied, "-u", unit, "PMCP_KEY_NAME=bob", "PMCP_DECISION=deny", "-o", "json"); !bobDenied(jr) {
+		if jr, ok := c.JournalUntil(bobDenied, "-u", unit, "PMCP_KEY_NAME=bob", "PMCP_DECISION=deny", "-o", "json"); !ok {
 			t.Errorf("the journal has no denial of bob's read of guest 250 in his policy's words:\n%s", jr)
 		}
 	})

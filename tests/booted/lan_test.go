@@ -524,7 +524,7 @@ func TestBootedLAN(t *testing.T) {
 		if rp["Result"] != "success" || rp["ExecMainStatus"] != "0" {
 			t.Errorf("%s: %v; want Result=success, exit 0", renewService, rp)
 		}
-		if j := c.JournalUntil(saying("renewed the server certificate: less than a third of its life is left"), "-u", renewService, "-o", "cat"); !saying("renewed the server certificate: less than a third of its life is left")(j) {
+		if j, ok := c.JournalUntil(saying("renewed the server certificate: less than a third of its life is left"), "-u", renewService, "-o", "cat"); !ok {
 			t.Errorf("the journal of %s does not say it renewed the due certificate:\n%s", renewService, j)
 		}
 		renewed, took := lan.waitServed(t, "the renewed certificate", 30*time.Second, func(s *x509.Certificate) bool { return s.SerialNumber.Cmp(due.SerialNumber) != 0 })
@@ -543,7 +543,7 @@ func TestBootedLAN(t *testing.T) {
 		if now := servingPID(t, c); now != pid {
 			t.Errorf("the daemon was restarted: MainPID %s, was %s", now, pid)
 		}
-		if j := c.JournalUntil(saying("TLS certificate reloaded"), "-u", unit, "-o", "cat"); !saying("TLS certificate reloaded")(j) {
+		if _, ok := c.JournalUntil(saying("TLS certificate reloaded"), "-u", unit, "-o", "cat"); !ok {
 			t.Errorf("the daemon's journal does not say it reloaded its certificate")
 		}
 		mc, ctx := lan.session(t, "https://"+net.JoinHostPort(lanName, lanPort)+"/mcp", key.Key)
@@ -554,7 +554,7 @@ func TestBootedLAN(t *testing.T) {
 		if res := c.Run(context.Background(), "systemctl", "start", renewService); !res.OK() {
 			t.Errorf("systemctl start %s again: %s", renewService, res)
 		}
-		if j := c.JournalUntil(saying("the server certificate is current"), "-u", renewService, "-o", "cat"); !saying("the server certificate is current")(j) {
+		if j, ok := c.JournalUntil(saying("the server certificate is current"), "-u", renewService, "-o", "cat"); !ok {
 			t.Errorf("the second run of %s did not find the certificate current:\n%s", renewService, j)
 		}
 		if res := c.Run(context.Background(), "proxmox-mcp", "doctor"); !res.OK() {

@@ -38,8 +38,7 @@ func TestBootedSystemd(t *testing.T) {
 		t.Errorf("busctl list has no systemd on the system bus:\n%s", out)
 	}
 	c.Must("logger", "-t", "pmcp-booted", "hello from the test")
-	hello := saying("hello from the test")
-	if out := c.JournalUntil(hello, "-t", "pmcp-booted", "-o", "cat"); !hello(out) {
+	if out, ok := c.JournalUntil(saying("hello from the test"), "-t", "pmcp-booted", "-o", "cat"); !ok {
 		t.Errorf("journald did not keep the line: %q", out)
 	}
 	if h := strings.TrimSpace(c.Must("hostname")); h != "pve1" {
